@@ -1,0 +1,248 @@
+package delayq
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
+)
+
+// Limits bound what a request may ask for. Zero fields take the defaults.
+type Limits struct {
+	MaxBody    int           // Defaults to 1 MiB.
+	MaxDelay   time.Duration // Defaults to 10 years.
+	MinTTR     time.Duration // Defaults to 100ms.
+	MaxTTR     time.Duration // Defaults to 24h.
+	MaxRetries int           // Defaults to 1000.
+	MaxBatch   int           // Defaults to 1000 jobs.
+	MaxReserve int           // Defaults to 1000 jobs.
+	MaxWait    time.Duration // Defaults to 60s.
+}
+
+func (l *Limits) setDefaults() {
+	set := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	setD := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	set(&l.MaxBody, 1<<20)
+	setD(&l.MaxDelay, 10*365*24*time.Hour)
+	setD(&l.MinTTR, 100*time.Millisecond)
+	setD(&l.MaxTTR, 24*time.Hour)
+	set(&l.MaxRetries, 1000)
+	set(&l.MaxBatch, 1000)
+	set(&l.MaxReserve, 1000)
+	setD(&l.MaxWait, 60*time.Second)
+}
+
+// Config configures a Client. Zero fields take the defaults.
+type Config struct {
+	// Namespace prefixes every key, so several deployments can share one Redis. Defaults to "delayq".
+	Namespace string
+	// Partitions is how many partitions a new topic is split over; each has its own hash tag, so a
+	// Redis Cluster spreads a topic over its shards. A topic keeps the count it was created with.
+	// Priority-then-due-time order is exact within a partition; a reserve visits partitions in
+	// rotation. Defaults to 16 on a Redis Cluster and 1 elsewhere, where more buy nothing.
+	Partitions int
+	// Limits bound requests.
+	Limits Limits
+	// PollInterval, when set, replaces pub/sub wake-ups with polling at this interval, for proxies
+	// that lack pub/sub (Codis, Twemproxy). Zero: consumers are woken by shard pub/sub notices.
+	PollInterval time.Duration
+	// RecheckInterval is how often a waiting consumer looks again without a notice, in case one
+	// was lost. Defaults to 1s.
+	RecheckInterval time.Duration
+	// BulkLimit bounds how many jobs one script moves (promotions, expired leases, dead-letter
+	// requeues), so that no script blocks Redis for long. Defaults to 1000.
+	BulkLimit int
+	// Logger receives warnings. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
+
+func (c *Config) validate() error {
+	if c.Namespace == "" {
+		c.Namespace = "delayq"
+	}
+	if !namespacePattern.MatchString(c.Namespace) {
+		return invalid("namespace", "%q must match %s", c.Namespace, namespacePattern)
+	}
+	if c.Partitions < 1 || c.Partitions > 1024 {
+		return invalid("partitions", "%d is outside 1 to 1024", c.Partitions)
+	}
+	if c.PollInterval < 0 {
+		return invalid("poll_interval", "must not be negative")
+	}
+	if c.RecheckInterval == 0 {
+		c.RecheckInterval = time.Second
+	}
+	if c.RecheckInterval < 0 {
+		return invalid("recheck_interval", "must not be negative")
+	}
+	if c.BulkLimit == 0 {
+		c.BulkLimit = 1000
+	}
+	if c.BulkLimit < 1 || c.BulkLimit > 100000 {
+		return invalid("bulk_limit", "%d is outside 1 to 100000", c.BulkLimit)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	c.Limits.setDefaults()
+	return nil
+}
+
+// Client produces and consumes jobs. It is safe for concurrent use.
+type Client struct {
+	cfg   Config
+	store *store.Store
+	log   *slog.Logger
+
+	mu     sync.Mutex
+	topics map[string]*topicState
+	closed bool
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New returns a Client on rdb, which may be a standalone, Sentinel (failover) or Cluster client.
+// It checks the server once and logs a warning when its settings can lose jobs: an eviction
+// policy other than noeviction, or neither AOF nor RDB persistence.
+func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, error) {
+	if rdb == nil {
+		return nil, invalid("redis", "a client is required")
+	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 1
+		if _, ok := rdb.(*redis.ClusterClient); ok {
+			cfg.Partitions = 16
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg:    cfg,
+		store:  store.New(rdb, cfg.Namespace),
+		log:    cfg.Logger,
+		topics: make(map[string]*topicState),
+		stop:   make(chan struct{}),
+	}
+	if err := c.checkServer(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close stops the Client's background wake-up listeners. It does not close the Redis client.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	close(c.stop)
+	c.mu.Unlock()
+	c.wg.Wait()
+	return nil
+}
+
+// checkServer warns about server settings that lose jobs. Sentinel and Cluster clients ask one
+// node, which is enough to catch a misconfigured deployment.
+func (c *Client) checkServer(ctx context.Context) error {
+	rdb := c.store.Client()
+	policy, err := rdb.ConfigGet(ctx, "maxmemory-policy").Result()
+	if err != nil {
+		if strings.Contains(err.Error(), "unknown command") {
+			return nil // a proxy or managed Redis that hides CONFIG
+		}
+		return fmt.Errorf("delayq: checking the Redis server: %w", err)
+	}
+	if p := policy["maxmemory-policy"]; p != "" && p != "noeviction" {
+		c.log.Warn("delayq: Redis maxmemory-policy is not noeviction: under memory pressure Redis will silently delete queued jobs", "maxmemory-policy", p)
+	}
+	persist, err := rdb.ConfigGet(ctx, "appendonly").Result()
+	if err != nil {
+		return nil
+	}
+	save, err := rdb.ConfigGet(ctx, "save").Result()
+	if err != nil {
+		return nil
+	}
+	if persist["appendonly"] != "yes" && strings.TrimSpace(save["save"]) == "" {
+		c.log.Warn("delayq: Redis keeps neither AOF nor RDB: a restart loses every job; set appendonly yes (appendfsync everysec or always)")
+	}
+	return nil
+}
+
+// partitions returns a topic's partition count, registering the topic when create is true, and
+// ErrNotFound for an unknown topic otherwise.
+func (c *Client) partitions(ctx context.Context, topic string, create bool) (int, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return 0, err
+	}
+	t := c.topic(topic, topic)
+	if n := t.partitionCount(); n > 0 {
+		return n, nil
+	}
+	var n int
+	var err error
+	if create {
+		n, err = c.store.RegisterTopic(ctx, topic, c.cfg.Partitions)
+	} else {
+		n, err = c.store.TopicPartitions(ctx, topic)
+	}
+	if err != nil {
+		return 0, err
+	}
+	t.setPartitionCount(n)
+	return n, nil
+}
+
+// partitionOf returns the keys of the partition that holds job id.
+func (c *Client) partitionOf(ctx context.Context, topic, id string, create bool) (keys.Partition, error) {
+	n, err := c.partitions(ctx, topic, create)
+	if err != nil {
+		return keys.Partition{}, err
+	}
+	return c.store.Partition(topic, keys.PartitionOf(id, n)), nil
+}
+
+// topic returns the process-wide state stored under key for topic name, creating it on first use.
+func (c *Client) topic(key, name string) *topicState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.topics[key]
+	if !ok {
+		t = newTopicState(name)
+		c.topics[key] = t
+	}
+	return t
+}
+
+func newID() string { return ulid.Make().String() }
+
+// newLeasePrefix returns 96 random bits, base64url: a lease cannot be guessed.
+func newLeasePrefix() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

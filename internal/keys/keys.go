@@ -1,0 +1,70 @@
+// Package keys owns delayq's Redis key layout. No other package builds a key string.
+//
+// Every key of a topic partition shares one hash tag, "{<topic>#<partition>}", so that on a
+// Redis Cluster all of a partition's keys live in one slot and every script touches one slot
+// only, while the partitions of one topic spread over the shards. Topic names cannot contain
+// braces (they match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$), so the tag is always the one we build;
+// job ids never appear in key names at all, only as hash fields and set members.
+package keys
+
+import (
+	"hash/fnv"
+	"strconv"
+)
+
+// Partition names the keys of one partition of one topic.
+type Partition struct {
+	prefix string // "<namespace>:{<topic>#<n>}:"
+}
+
+// For returns the key set of partition n of topic in namespace ns.
+func For(ns, topic string, n int) Partition {
+	return Partition{prefix: ns + ":{" + topic + "#" + strconv.Itoa(n) + "}:"}
+}
+
+// Jobs is a HASH: job id -> the job record (a run of MessagePack values, see the scripts' lib.lua).
+// It holds every job of the partition, whatever its state.
+func (p Partition) Jobs() string { return p.prefix + "jobs" }
+
+// Delayed is a ZSET of job ids scored by due time (Unix ms, server clock). A member whose score
+// has passed is due; the reserve script moves due members to a ready set.
+func (p Partition) Delayed() string { return p.prefix + "delayed" }
+
+// Ready is a ZSET of due job ids for pull consumers, scored by ReadyScore(priority, due time), so
+// that the lowest score is the highest priority and, within a priority, the earliest due time.
+func (p Partition) Ready() string { return p.prefix + "ready" }
+
+// ReadyPush is the Ready set of jobs that carry a callback URL; only the webhook dispatcher
+// reserves from it.
+func (p Partition) ReadyPush() string { return p.prefix + "ready:push" }
+
+// Reserved is a ZSET of leased job ids scored by lease deadline (Unix ms, server clock).
+func (p Partition) Reserved() string { return p.prefix + "reserved" }
+
+// Dead is a ZSET of dead-lettered job ids, all with score 0 so that it is paged in id order
+// (ZRANGE BYLEX); the time of death is in the job record.
+func (p Partition) Dead() string { return p.prefix + "dead" }
+
+// Notify is a shard pub/sub channel (SPUBLISH) in the partition's slot. A script publishes the new
+// earliest due time (Unix ms) there when a job becomes due sooner than any the partition had.
+func (p Partition) Notify() string { return p.prefix + "notify" }
+
+// All returns the partition's keys in the order the scripts expect them in KEYS.
+func (p Partition) All() []string {
+	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify()}
+}
+
+// Topics is a HASH: topic name -> its partition count. It is the registry behind topic listing,
+// written once per topic and process, and it pins a topic's partition count: a job's partition is
+// derived from its id, so the count must never change while the topic holds jobs.
+func Topics(ns string) string { return ns + ":topics" }
+
+// PartitionOf returns the partition (0..n-1) that job id belongs to.
+func PartitionOf(id string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % uint32(n))
+}

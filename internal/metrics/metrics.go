@@ -1,0 +1,52 @@
+// Package metrics holds delayq server's Prometheus metrics, registered on a registry the caller
+// owns; nothing here is global.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the server's counters and histograms. Per-topic gauges are read at scrape time
+// by a collector of the HTTP layer.
+type Metrics struct {
+	Enqueued  *prometheus.CounterVec   // by topic
+	Delivered *prometheus.CounterVec   // by topic and mode (pull, push)
+	Acked     *prometheus.CounterVec   // by topic
+	Nacked    *prometheus.CounterVec   // by topic
+	Retried   *prometheus.CounterVec   // by topic: failed attempts that will be retried
+	Dead      *prometheus.CounterVec   // by topic: jobs that went to the dead letters
+	Cancelled *prometheus.CounterVec   // by topic
+	Webhooks  *prometheus.CounterVec   // by topic and outcome (ok, http_error, gone, timeout, refused, error)
+	Lateness  *prometheus.HistogramVec // by mode: delivery time minus due time, seconds
+	Duration  *prometheus.HistogramVec // by mode: handler or webhook duration, seconds
+}
+
+// New creates the metrics and registers them on reg.
+func New(reg prometheus.Registerer) *Metrics {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "delayq", Name: name, Help: help}, labels)
+	}
+	m := &Metrics{
+		Enqueued:  counter("jobs_enqueued_total", "Jobs enqueued.", "topic"),
+		Delivered: counter("jobs_delivered_total", "Jobs handed to a consumer or a webhook.", "topic", "mode"),
+		Acked:     counter("jobs_acked_total", "Jobs acknowledged as done.", "topic"),
+		Nacked:    counter("jobs_nacked_total", "Attempts reported as failed.", "topic"),
+		Retried:   counter("jobs_retried_total", "Failed attempts scheduled for a retry.", "topic"),
+		Dead:      counter("jobs_dead_total", "Jobs sent to the dead letters.", "topic"),
+		Cancelled: counter("jobs_cancelled_total", "Jobs cancelled.", "topic"),
+		Webhooks:  counter("webhook_attempts_total", "Webhook deliveries by outcome.", "topic", "outcome"),
+		Lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "delayq", Name: "delivery_lateness_seconds",
+			Help:    "Delivery time minus due time.",
+			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"mode"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "delayq", Name: "handler_duration_seconds",
+			Help:    "Time from delivery to ack or nack (pull), or of the webhook call (push).",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"mode"}),
+	}
+	reg.MustRegister(m.Enqueued, m.Delivered, m.Acked, m.Nacked, m.Retried, m.Dead, m.Cancelled,
+		m.Webhooks, m.Lateness, m.Duration)
+	return m
+}

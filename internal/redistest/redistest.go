@@ -1,0 +1,526 @@
+// Package redistest starts real redis-server processes (standalone servers,
+// Redis Cluster and Sentinel set-ups) on free loopback ports for tests.
+//
+// Every process is owned by the test that started it: it is killed with
+// SIGKILL and its directory removed when the test ends. The helpers are safe
+// to use from parallel tests and from many test binaries at once; a start
+// that loses a port race against another process is retried on a new port.
+//
+// The redis-server and redis-cli binaries must be on PATH (Debian packages
+// redis-server and redis-tools); `make test` installs them.
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	installHint = "install it with `sudo apt-get install -y redis-server redis-tools` (or run `make test`, which installs it)"
+
+	// startTimeout bounds how long one start waits for the server to answer.
+	startTimeout = 10 * time.Second
+	// startAttempts bounds how many ports a new server tries.
+	startAttempts = 8
+	// pollInterval is the pause between readiness probes.
+	pollInterval = 10 * time.Millisecond
+	// probeTimeout bounds one readiness probe connection.
+	probeTimeout = time.Second
+	// clusterBusOffset is the distance between a node's port and its cluster bus port.
+	clusterBusOffset = 10000
+	// maxPort keeps port+clusterBusOffset a valid port.
+	maxPort = 65535 - clusterBusOffset
+)
+
+// errPortInUse marks a start that failed because the port was taken.
+var errPortInUse = errors.New("port already in use")
+
+// Option configures a server started by Standalone.
+type Option func(*config)
+
+type config struct {
+	appendFsync string   // "" means appendonly no
+	args        []string // extra redis-server arguments
+	cluster     bool     // --cluster-enabled yes
+	// sentinelConf, if set, makes the server a Sentinel: it returns the
+	// contents of the configuration file for the given port and dir.
+	sentinelConf func(port int, dir string) string
+}
+
+// WithAppendOnly turns on the append-only file (appendonly yes) with the
+// given appendfsync policy, "always" or "everysec" ("no" is accepted too).
+// The AOF lives in the server's Dir, so it survives Kill and Restart.
+func WithAppendOnly(fsync string) Option {
+	return func(c *config) { c.appendFsync = fsync }
+}
+
+// WithArgs appends extra redis-server command-line arguments, for example
+// WithArgs("--maxmemory", "10mb"). They come after the helper's defaults and
+// so override them.
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// Server is one redis-server process.
+//
+// Its methods are safe for concurrent use.
+type Server struct {
+	// Addr is the server's "127.0.0.1:port" address.
+	Addr string
+	// Dir is the server's working directory: AOF and RDB files, nodes.conf,
+	// sentinel.conf and the log file redis.log live here.
+	Dir string
+
+	port int
+	bin  string
+	cfg  config
+
+	mu   sync.Mutex
+	proc *proc
+}
+
+// proc is one running redis-server process.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited and been reaped
+}
+
+// Standalone starts a redis-server on a free loopback port, waits until it
+// answers PING and registers a cleanup with t that kills it and removes its
+// directory. By default it runs with `--save "" --appendonly no`, and
+// with `--repl-diskless-sync-delay 0 --repl-ping-replica-period 1` so that
+// replication settles fast.
+func Standalone(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	switch cfg.appendFsync {
+	case "", "always", "everysec", "no":
+	default:
+		t.Fatalf("redistest: WithAppendOnly(%q): want \"always\" or \"everysec\"", cfg.appendFsync)
+	}
+	return start(t, cfg)
+}
+
+// lookBin finds a Redis binary on PATH or fails the test with an install hint.
+func lookBin(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: %s", name, installHint)
+	}
+	return p
+}
+
+// start creates and starts a server for cfg, retrying on a new port when
+// another process wins the race for the chosen one.
+func start(t testing.TB, cfg config) *Server {
+	t.Helper()
+	s := &Server{
+		bin: lookBin(t, "redis-server"),
+		cfg: cfg,
+		// t.TempDir registers its removal before the kill cleanup below, so
+		// (cleanups run last-in first-out) the process is dead before its
+		// directory goes away.
+		Dir: t.TempDir(),
+	}
+	t.Cleanup(func() {
+		if err := s.kill(); err != nil {
+			t.Errorf("redistest: cleanup of %s: %v", s.Addr, err)
+		}
+		s.mu.Lock()
+		releasePort(s.port)
+		s.port = 0
+		s.mu.Unlock()
+	})
+
+	var errs []error
+	for attempt := 0; attempt < startAttempts; attempt++ {
+		port, err := reservePort()
+		if err != nil {
+			t.Fatalf("redistest: %v", err)
+		}
+		s.mu.Lock()
+		s.port = port
+		s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		s.mu.Unlock()
+
+		err = s.startOnce(true)
+		if err == nil {
+			return s
+		}
+		_ = s.kill()
+		s.mu.Lock()
+		releasePort(s.port)
+		s.port = 0
+		s.mu.Unlock()
+		if !errors.Is(err, errPortInUse) {
+			t.Fatalf("redistest: %v", err)
+		}
+		errs = append(errs, err)
+	}
+	t.Fatalf("redistest: could not start redis-server after %d attempts: %v", startAttempts, errors.Join(errs...))
+	return nil
+}
+
+// args returns the redis-server command line for the server's port.
+func (s *Server) args(fresh bool) ([]string, error) {
+	if s.cfg.sentinelConf != nil {
+		conf := filepath.Join(s.Dir, "sentinel.conf")
+		// On a restart keep the file: Sentinel rewrote it with its state.
+		if fresh {
+			if err := os.WriteFile(conf, []byte(s.cfg.sentinelConf(s.port, s.Dir)), 0o600); err != nil {
+				return nil, err
+			}
+		}
+		return []string{conf, "--sentinel"}, nil
+	}
+	args := []string{
+		"--bind", "127.0.0.1",
+		"--port", strconv.Itoa(s.port),
+		"--dir", s.Dir,
+		"--daemonize", "no",
+		"--logfile", filepath.Join(s.Dir, "redis.log"),
+		"--save", "",
+		// Replicas of a test server should sync at once instead of waiting
+		// the default 5 s for more replicas to batch a diskless sync.
+		"--repl-diskless-sync-delay", "0",
+		// An idle primary pings its replicas every second instead of every
+		// 10 s. Until that first ping moves the replication offset off 0,
+		// Redis Cluster leaves the replicas out of CLUSTER SLOTS.
+		"--repl-ping-replica-period", "1",
+	}
+	if s.cfg.appendFsync != "" {
+		args = append(args, "--appendonly", "yes", "--appendfsync", s.cfg.appendFsync)
+	} else {
+		args = append(args, "--appendonly", "no")
+	}
+	if s.cfg.cluster {
+		args = append(args,
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000",
+		)
+	}
+	return append(args, s.cfg.args...), nil
+}
+
+// startOnce starts the process on s.port and waits until it is ready. fresh
+// is false for a Restart, which keeps the directory's contents.
+func (s *Server) startOnce(fresh bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc != nil {
+		return fmt.Errorf("%s: already running", s.Addr)
+	}
+	if fresh {
+		// Drop the log of a previous attempt that lost its port.
+		_ = os.Remove(filepath.Join(s.Dir, "redis.log"))
+		_ = os.Remove(filepath.Join(s.Dir, "stdio.log"))
+	}
+	args, err := s.args(fresh)
+	if err != nil {
+		return err
+	}
+	stdio, err := os.OpenFile(filepath.Join(s.Dir, "stdio.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Dir = s.Dir
+	cmd.Stdout = stdio
+	cmd.Stderr = stdio
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		stdio.Close()
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		stdio.Close()
+		close(p.done)
+	}()
+	s.proc = p
+	return s.waitReady(p)
+}
+
+// waitReady polls the server until it answers PING and INFO reports our
+// process id (so a server of another test that grabbed the port does not
+// count), the process exits, or startTimeout passes.
+func (s *Server) waitReady(p *proc) error {
+	deadline := time.Now().Add(startTimeout)
+	pid := p.cmd.Process.Pid
+	var lastErr error
+	for {
+		select {
+		case <-p.done:
+			tail := s.logTail()
+			err := fmt.Errorf("redis-server %s exited during start-up (%v); log tail:\n%s", s.Addr, p.cmd.ProcessState, tail)
+			if strings.Contains(tail, "Address already in use") {
+				return fmt.Errorf("%w: %w", errPortInUse, err)
+			}
+			return err
+		default:
+		}
+		lastErr = probe(s.Addr, pid)
+		if lastErr == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server %s (pid %d) not ready after %v: %v; log tail:\n%s", s.Addr, pid, startTimeout, lastErr, s.logTail())
+		}
+		select {
+		case <-p.done:
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// probe checks that the server at addr answers PING and is process pid.
+func probe(addr string, pid int) error {
+	pong, err := doString(addr, probeTimeout, "PING")
+	if err != nil {
+		return err
+	}
+	if pong != "PONG" {
+		return fmt.Errorf("PING answered %q", pong)
+	}
+	info, err := doString(addr, probeTimeout, "INFO", "server")
+	if err != nil {
+		return err
+	}
+	if got, _ := infoField(info, "process_id"); got != strconv.Itoa(pid) {
+		return fmt.Errorf("%s is served by process %s, not %d", addr, got, pid)
+	}
+	return nil
+}
+
+// logTail returns the last lines of the server's log and captured output.
+func (s *Server) logTail() string {
+	var b strings.Builder
+	for _, name := range []string{"redis.log", "stdio.log"} {
+		data, err := os.ReadFile(filepath.Join(s.Dir, name))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", name, strings.Join(lines, "\n"))
+	}
+	if b.Len() == 0 {
+		return "(no log output)"
+	}
+	return b.String()
+}
+
+// kill sends SIGKILL to the process, if any, and waits until it has exited.
+func (s *Server) kill() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.proc
+	if p == nil {
+		return nil
+	}
+	// SIGKILL also ends a SIGSTOPped process; SIGCONT is belt and braces.
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("redis-server pid %d did not exit 10s after SIGKILL", p.cmd.Process.Pid)
+	}
+	s.proc = nil
+	return nil
+}
+
+// Client returns a new go-redis client connected to the server; it is
+// closed when the test ends.
+func (s *Server) Client(t testing.TB) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Pid returns the process id of the running redis-server, or 0 if it is
+// not running (after Kill).
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL to the server and waits until the process has exited.
+// It does nothing if the server is not running. Restart starts it again.
+func (s *Server) Kill(t testing.TB) {
+	t.Helper()
+	if err := s.kill(); err != nil {
+		t.Fatalf("redistest: Kill %s: %v", s.Addr, err)
+	}
+}
+
+// Stop sends SIGSTOP to the server and waits until the process is stopped,
+// so that it accepts connections (the kernel queues them) but answers
+// nothing. Cont resumes it; a stopped server is still killed at cleanup.
+func (s *Server) Stop(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGSTOP, true)
+}
+
+// Cont sends SIGCONT to a server paused by Stop and waits until the process
+// runs again.
+func (s *Server) Cont(t testing.TB) {
+	t.Helper()
+	s.signal(t, syscall.SIGCONT, false)
+}
+
+func (s *Server) signal(t testing.TB, sig syscall.Signal, stop bool) {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		t.Fatalf("redistest: %v %s: server is not running", sig, s.Addr)
+	}
+	pid := s.proc.cmd.Process.Pid
+	if err := s.proc.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("redistest: %v %s: %v", sig, s.Addr, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		state, err := procState(pid)
+		if err != nil {
+			t.Fatalf("redistest: %v %s: %v", sig, s.Addr, err)
+		}
+		if (state == 'T') == stop {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: %v %s: process state still %q after 5s", sig, s.Addr, state)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// procState returns the state letter of a process from /proc/<pid>/stat.
+func procState(pid int) (byte, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The state follows the parenthesised command name, which may contain
+	// spaces and parentheses itself.
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 || i+2 >= len(data) {
+		return 0, fmt.Errorf("unexpected /proc/%d/stat: %q", pid, data)
+	}
+	return data[i+2], nil
+}
+
+// Restart starts the server again on the same port with the same directory
+// (so with the same AOF, RDB or nodes.conf) and waits until it is ready. A
+// server that is still running is killed first.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.kill(); err != nil {
+		t.Fatalf("redistest: Restart %s: %v", s.Addr, err)
+	}
+	// The port is reserved in this process, but another test binary may
+	// have grabbed it while the server was down; wait a bit for it.
+	deadline := time.Now().Add(startTimeout)
+	for {
+		err := s.startOnce(false)
+		if err == nil {
+			return
+		}
+		_ = s.kill()
+		if !errors.Is(err, errPortInUse) || time.Now().After(deadline) {
+			t.Fatalf("redistest: Restart %s: %v", s.Addr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Ports in use by servers of this process, including each one's cluster bus
+// port (port+10000), so that parallel tests never pick the same port.
+var (
+	portMu   sync.Mutex
+	reserved = map[int]bool{}
+)
+
+// reservePort picks a port P < 55535 such that both P and P+10000 (the
+// cluster bus port) are free on 127.0.0.1 and not used by another server of
+// this process, and reserves both.
+func reservePort() (int, error) {
+	portMu.Lock()
+	defer portMu.Unlock()
+	for i := 0; i < 1000; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("pick a free port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		if port >= maxPort || reserved[port] || reserved[port+clusterBusOffset] {
+			l.Close()
+			continue
+		}
+		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+clusterBusOffset)))
+		l.Close()
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		reserved[port] = true
+		reserved[port+clusterBusOffset] = true
+		return port, nil
+	}
+	return 0, errors.New("no free port P with P+10000 free found")
+}
+
+func releasePort(port int) {
+	if port == 0 {
+		return
+	}
+	portMu.Lock()
+	defer portMu.Unlock()
+	delete(reserved, port)
+	delete(reserved, port+clusterBusOffset)
+}
+
+// waitFor polls check every interval until it returns nil or timeout passes;
+// it returns the last error on timeout.
+func waitFor(timeout, interval time.Duration, check func() error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("still not ready after %v: %w", timeout, err)
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,13 @@
+-- dead_list.lua: page through a partition's dead letters in id order.
+-- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] the last id of the previous page ('' to start);
+-- ARGV[3] page size.
+-- Returns the jobs as reply().
+local from = '-'
+if ARGV[2] ~= '' then from = '(' .. ARGV[2] end
+local ids = redis.call('ZRANGE', K.dead, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
+local out = {}
+for _, id in ipairs(ids) do
+  local j = load_job(id)
+  if j then out[#out + 1] = reply(id, j) end
+end
+return out

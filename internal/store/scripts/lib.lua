@@ -1,0 +1,197 @@
+-- lib.lua: shared prelude, prepended to every delayq script when it is loaded.
+--
+-- KEYS (the same for every script, built by internal/keys, all in one partition's hash slot):
+--   KEYS[1] jobs       HASH  job id -> job record
+--   KEYS[2] delayed    ZSET  job id, score = due time (Unix ms)
+--   KEYS[3] ready      ZSET  due pull jobs, score = ready_score(priority, due time)
+--   KEYS[4] ready:push ZSET  due jobs with a callback URL, same scores
+--   KEYS[5] reserved   ZSET  leased job ids, score = lease deadline (Unix ms)
+--   KEYS[6] dead       ZSET  dead job ids, score 0 (paged by id)
+--   KEYS[7] notify     shard channel: the new earliest due time, when it moves earlier
+-- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
+-- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
+--
+-- A job record is a run of MessagePack values in the order of F below; trailing nils are left
+-- out, so a job that uses the defaults costs a few bytes beyond its body.
+
+local K = {
+  jobs = KEYS[1], delayed = KEYS[2], ready = KEYS[3], ready_push = KEYS[4],
+  reserved = KEYS[5], dead = KEYS[6], notify = KEYS[7],
+}
+
+local F = {
+  state = 1, format = 2, priority = 3, created = 4, delay = 5, attempts = 6, max_retries = 7,
+  ttr = 8, body = 9, backoff = 10, callback = 11, last_error = 12, lease = 13,
+  lease_deadline = 14, died_at = 15,
+}
+local NFIELDS = 15
+
+-- Record states. Replies split PENDING into delayed (1) and ready (2) by the clock.
+local PENDING, RESERVED, DEAD = 1, 3, 4
+
+-- The backoff of a job that names none; the Go package's DefaultBackoff must match it.
+local DEFAULT_BACKOFF = {15000, 180000, 600000, 1800000, 3600000, 7200000, 21600000, 54000000}
+
+-- ready_score orders due jobs by priority (higher first), then due time. Priorities are within
+-- +-1000 and due times below 2^43 ms, so every score is an exact double.
+local PRIORITY_UNIT = 8796093022208 -- 2^43
+
+local function ready_score(priority, run_at)
+  return -priority * PRIORITY_UNIT + run_at
+end
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+end
+
+local NOW = now_ms()
+
+local function pack_values(...)
+  return {n = select('#', ...), ...}
+end
+
+local function decode(rec)
+  return pack_values(cmsgpack.unpack(rec))
+end
+
+local function encode(j)
+  local n = NFIELDS
+  while n > 0 and j[n] == nil do n = n - 1 end
+  return cmsgpack.pack(unpack(j, 1, n))
+end
+
+local function load_job(id)
+  local rec = redis.call('HGET', K.jobs, id)
+  if not rec then return nil end
+  return decode(rec)
+end
+
+local function save(id, j)
+  redis.call('HSET', K.jobs, id, encode(j))
+end
+
+local function run_at(j)
+  return j[F.created] + j[F.delay]
+end
+
+local function head_score()
+  local h = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+  if #h == 0 then return nil end
+  return tonumber(h[2])
+end
+
+-- notify_if_sooner tells waiting consumers about a due time earlier than the partition's
+-- earliest before the change (prev, nil when the partition had none).
+local function notify_if_sooner(prev, t)
+  if t and (prev == nil or t < prev) then
+    redis.call('SPUBLISH', K.notify, string.format('%.0f', t))
+  end
+end
+
+local function schedule(id, j, t)
+  j[F.state] = PENDING
+  j[F.delay] = t - j[F.created]
+  redis.call('ZADD', K.delayed, t, id)
+end
+
+local function bury(id, j)
+  j[F.state] = DEAD
+  j[F.died_at] = NOW
+  redis.call('ZADD', K.dead, 0, id)
+end
+
+local function backoff_for(j, retry)
+  local steps = j[F.backoff] or DEFAULT_BACKOFF
+  if retry > #steps then retry = #steps end
+  return steps[retry]
+end
+
+-- fail ends a reserved job's attempt: it goes dead when its retries are used up or when dead is
+-- true, else it is due again after delay (or its backoff step when delay is nil).
+-- Returns 2 when the job went dead, 1 when it will be retried.
+local function fail(id, j, err, delay, dead)
+  redis.call('ZREM', K.reserved, id)
+  j[F.last_error] = err
+  j[F.lease] = nil
+  j[F.lease_deadline] = nil
+  local outcome
+  if dead or j[F.attempts] > j[F.max_retries] then
+    bury(id, j)
+    outcome = 2
+  else
+    local prev = head_score()
+    local t = NOW + (delay or backoff_for(j, j[F.attempts]))
+    schedule(id, j, t)
+    notify_if_sooner(prev, t)
+    outcome = 1
+  end
+  save(id, j)
+  return outcome
+end
+
+-- expire_leases fails up to limit jobs whose lease deadline has passed.
+local function expire_leases(limit)
+  local ids = redis.call('ZRANGE', K.reserved, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
+  for _, id in ipairs(ids) do
+    local j = load_job(id)
+    if j then
+      fail(id, j, 'ttr exceeded', nil, false)
+    else
+      redis.call('ZREM', K.reserved, id)
+    end
+  end
+  return #ids
+end
+
+-- promote moves up to limit due jobs from delayed to their ready set.
+local function promote(limit)
+  local ids = redis.call('ZRANGE', K.delayed, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
+  if #ids == 0 then return 0 end
+  for _, id in ipairs(ids) do
+    local j = load_job(id)
+    if j then
+      local set = j[F.callback] and K.ready_push or K.ready
+      redis.call('ZADD', set, ready_score(j[F.priority], run_at(j)), id)
+    end
+  end
+  redis.call('ZREM', K.delayed, unpack(ids))
+  return #ids
+end
+
+local function opt(v)
+  if v == nil then return false end
+  return v
+end
+
+-- reply is a job as scripts return it: a flat array in the order the Go store parses.
+local function reply(id, j)
+  local state = j[F.state]
+  if state == PENDING and run_at(j) <= NOW then state = 2 end
+  return {
+    id, state, j[F.format], j[F.priority], j[F.created], run_at(j), j[F.attempts],
+    j[F.max_retries], j[F.ttr], j[F.body], opt(j[F.backoff]), opt(j[F.callback]),
+    opt(j[F.last_error]), opt(j[F.lease]), opt(j[F.lease_deadline]), opt(j[F.died_at]),
+  }
+end
+
+-- owned returns the job when lease is its current, unexpired lease.
+local function owned(id, lease)
+  local j = load_job(id)
+  if not j or j[F.state] ~= RESERVED or j[F.lease] ~= lease or j[F.lease_deadline] < NOW then
+    return nil
+  end
+  return j
+end
+
+local function split_numbers(s)
+  if s == '' then return nil end
+  local t = {}
+  for n in string.gmatch(s, '[^,]+') do t[#t + 1] = tonumber(n) end
+  return t
+end
+
+local function nonempty(s)
+  if s == '' then return nil end
+  return s
+end

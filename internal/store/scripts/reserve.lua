@@ -1,0 +1,45 @@
+-- reserve.lua: lease up to max due jobs, highest priority first, then earliest due time.
+-- Before leasing it fails expired leases and promotes due jobs, at most ARGV[5] of each, so one
+-- call stays short however large the backlog.
+-- KEYS: see lib.lua.
+-- ARGV[1] clock offset; ARGV[2] lane: 'pull' or 'push' (jobs with a callback URL);
+-- ARGV[3] max; ARGV[4] lease prefix (random, from the caller); ARGV[5] bulk limit;
+-- ARGV[6] ttr override in ms (0: each job's own).
+-- Returns: {now, next, job_1, ..., job_k}: next is the partition's next due time or lease
+-- deadline in Unix ms (now when due jobs remain, -1 when there is nothing), each job as reply().
+local limit = tonumber(ARGV[5])
+expire_leases(limit)
+promote(limit)
+local set = K.ready
+if ARGV[2] == 'push' then set = K.ready_push end
+local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[3]) - 1)
+local out = {NOW, -1}
+if #ids > 0 then
+  redis.call('ZREM', set, unpack(ids))
+  local ttr_override = tonumber(ARGV[6])
+  for _, id in ipairs(ids) do
+    local j = load_job(id)
+    if j then
+      local ttr = j[F.ttr]
+      if ttr_override > 0 then ttr = ttr_override end
+      j[F.state] = RESERVED
+      j[F.attempts] = j[F.attempts] + 1
+      j[F.lease] = ARGV[4] .. '.' .. j[F.attempts]
+      j[F.lease_deadline] = NOW + ttr
+      save(id, j)
+      redis.call('ZADD', K.reserved, NOW + ttr, id)
+      out[#out + 1] = reply(id, j)
+    end
+  end
+end
+local upcoming = -1
+if redis.call('ZCARD', set) > 0 then
+  upcoming = NOW
+else
+  local d = head_score()
+  local r = redis.call('ZRANGE', K.reserved, 0, 0, 'WITHSCORES')
+  if d then upcoming = d end
+  if #r > 0 and (upcoming == -1 or tonumber(r[2]) < upcoming) then upcoming = tonumber(r[2]) end
+end
+out[2] = upcoming
+return out

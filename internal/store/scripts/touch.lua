@@ -1,0 +1,12 @@
+-- touch.lua: extend a lease.
+-- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id; ARGV[3] lease; ARGV[4] ttr in ms (0: the job's).
+-- Returns the new lease deadline (Unix ms), or 0 when the lease is not current.
+local id = ARGV[2]
+local j = owned(id, ARGV[3])
+if not j then return 0 end
+local ttr = tonumber(ARGV[4])
+if ttr <= 0 then ttr = j[F.ttr] end
+j[F.lease_deadline] = NOW + ttr
+save(id, j)
+redis.call('ZADD', K.reserved, NOW + ttr, id)
+return NOW + ttr

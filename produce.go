@@ -1,0 +1,166 @@
+package delayq
+
+import (
+	"context"
+	"time"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
+)
+
+// Enqueue adds one job to topic. Once it returns nil, the job is stored and will be delivered at
+// least once unless cancelled. A duplicate id is ErrExists and changes nothing.
+func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
+	res, err := c.EnqueueBatch(ctx, topic, []Spec{s})
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Job, res[0].Err
+}
+
+// BatchResult is the outcome of one job of a batch: the job, or why it was not added.
+type BatchResult struct {
+	Job *Job
+	Err error
+}
+
+// EnqueueBatch adds jobs to topic with one script call per partition, all in one round trip.
+// Each job succeeds or fails alone; results are in the order of specs. The error is non-nil only
+// when the batch as a whole could not be tried (bad topic, too many jobs, Redis unreachable).
+func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) ([]BatchResult, error) {
+	if len(specs) == 0 || len(specs) > c.cfg.Limits.MaxBatch {
+		return nil, invalid("jobs", "a batch holds 1 to %d jobs, got %d", c.cfg.Limits.MaxBatch, len(specs))
+	}
+	n, err := c.partitions(ctx, topic, true)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]BatchResult, len(specs))
+	// Group the valid jobs by partition, remembering where each came from.
+	byPart := map[int][]store.NewJob{}
+	origin := map[int][]int{}
+	seen := map[string]bool{}
+	for i, s := range specs {
+		j, err := c.cfg.Limits.toNewJob(s, newID)
+		if err == nil && seen[j.ID] {
+			err = ErrExists
+		}
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		seen[j.ID] = true
+		p := keys.PartitionOf(j.ID, n)
+		byPart[p] = append(byPart[p], j)
+		origin[p] = append(origin[p], i)
+	}
+	if len(byPart) == 0 {
+		return results, nil
+	}
+	parts := make([]keys.Partition, 0, len(byPart))
+	groups := make([][]store.NewJob, 0, len(byPart))
+	indexes := make([][]int, 0, len(byPart))
+	for p, jobs := range byPart {
+		parts = append(parts, c.store.Partition(topic, p))
+		groups = append(groups, jobs)
+		indexes = append(indexes, origin[p])
+	}
+	var nows []int64
+	var added [][]store.Added
+	if len(parts) == 1 {
+		var now int64
+		var a []store.Added
+		now, a, err = c.store.Enqueue(ctx, parts[0], groups[0])
+		nows, added = []int64{now}, [][]store.Added{a}
+	} else {
+		nows, added, err = c.store.EnqueueMany(ctx, parts, groups)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for g, jobs := range groups {
+		for k, j := range jobs {
+			i := indexes[g][k]
+			if added[g][k].Err != nil {
+				results[i].Err = added[g][k].Err
+				continue
+			}
+			results[i].Job = newJob(topic, j, nows[g], added[g][k].RunAtMs)
+		}
+	}
+	return results, nil
+}
+
+// newJob describes a job just added, as Get would return it.
+func newJob(topic string, j store.NewJob, nowMs, runAtMs int64) *Job {
+	r := store.Record{
+		ID: j.ID, State: store.StateDelayed, Format: j.Format, Priority: j.Priority,
+		CreatedMs: nowMs, RunAtMs: runAtMs, MaxRetries: j.MaxRetries, TTRMs: j.TTRMs,
+		Body: j.Body, BackoffMs: j.BackoffMs, Callback: j.Callback,
+	}
+	if runAtMs <= nowMs {
+		r.State = store.StateReady
+	}
+	return jobFromRecord(topic, r)
+}
+
+// Get returns a job in any state, or ErrNotFound.
+func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
+	p, err := c.existing(ctx, topic, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.store.Get(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return jobFromRecord(topic, r), nil
+}
+
+// Cancel deletes a job in any state. Once it returns nil the job is never handed out again, and
+// a consumer holding its lease gets ErrLeaseLost. A job that does not exist is ErrNotFound.
+func (c *Client) Cancel(ctx context.Context, topic, id string) error {
+	p, err := c.existing(ctx, topic, id)
+	if err != nil {
+		return err
+	}
+	return c.store.Cancel(ctx, p, id)
+}
+
+// Reschedule makes a delayed or ready job due delay after now (by the Redis server's clock).
+// A reserved or dead job is ErrWrongState.
+func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Duration) (*Job, error) {
+	if delay < 0 || delay > c.cfg.Limits.MaxDelay {
+		return nil, invalid("delay", "%v is outside 0 to %v", delay, c.cfg.Limits.MaxDelay)
+	}
+	return c.reschedule(ctx, topic, id, true, delay.Milliseconds())
+}
+
+// RescheduleAt makes a delayed or ready job due at t; a past t means due now.
+// A reserved or dead job is ErrWrongState.
+func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time) (*Job, error) {
+	if t.UnixMilli() <= 0 || time.Until(t) > c.cfg.Limits.MaxDelay {
+		return nil, invalid("run_at", "%v is outside 1970 to now+%v", t, c.cfg.Limits.MaxDelay)
+	}
+	return c.reschedule(ctx, topic, id, false, t.UnixMilli())
+}
+
+func (c *Client) reschedule(ctx context.Context, topic, id string, relative bool, ms int64) (*Job, error) {
+	p, err := c.existing(ctx, topic, id)
+	if err != nil {
+		return nil, err
+	}
+	r, err := c.store.Reschedule(ctx, p, id, relative, ms)
+	if err != nil {
+		return nil, err
+	}
+	return jobFromRecord(topic, r), nil
+}
+
+// existing returns the partition of job id in a topic that must exist already.
+func (c *Client) existing(ctx context.Context, topic, id string) (keys.Partition, error) {
+	if err := ValidateID(id); err != nil {
+		return keys.Partition{}, err
+	}
+	return c.partitionOf(ctx, topic, id, false)
+}

@@ -1,0 +1,192 @@
+package delayq
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestEnqueueGet(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	j := mustEnqueue(t, c, "orders", Spec{
+		ID: "order-1", Body: []byte(`{"n":1}`), Format: FormatJSON, Delay: time.Hour,
+		TTR: 5 * time.Second, MaxRetries: intp(2), Backoff: []time.Duration{time.Second}, Priority: 7,
+	})
+	got, err := c.Get(ctx, "orders", "order-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(j, got); diff != "" {
+		t.Errorf("Get differs from what Enqueue returned (-enqueue +get):\n%s", diff)
+	}
+	if got.State != StateDelayed || got.RunAt.Sub(got.CreatedAt) != time.Hour {
+		t.Errorf("state %s, run_at - created_at = %v; want delayed, 1h", got.State, got.RunAt.Sub(got.CreatedAt))
+	}
+	if _, err := c.Get(ctx, "orders", "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(missing) = %v, want ErrNotFound", err)
+	}
+	if _, err := c.Get(ctx, "no-such-topic", "x"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(missing topic) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestEnqueueDuplicateChangesNothing(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	first := mustEnqueue(t, c, "t", Spec{ID: "a", Body: []byte("one"), Delay: time.Minute})
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "a", Body: []byte("two")}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second Enqueue = %v, want ErrExists", err)
+	}
+	got, _ := c.Get(ctx, "t", "a")
+	if diff := cmp.Diff(first, got); diff != "" {
+		t.Errorf("the duplicate changed the job (-before +after):\n%s", diff)
+	}
+}
+
+func TestEnqueueGeneratesTimeOrderedIDs(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	var prev string
+	for range 50 {
+		j := mustEnqueue(t, c, "t", Spec{Body: []byte("x")})
+		if j.ID <= prev {
+			t.Fatalf("id %q does not sort after %q", j.ID, prev)
+		}
+		prev = j.ID
+	}
+}
+
+func TestEnqueueRunAtInThePastIsDueNow(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	past := time.Now().Add(-time.Hour).Truncate(time.Millisecond).UTC()
+	j := mustEnqueue(t, c, "t", Spec{ID: "p", RunAt: past})
+	if !j.RunAt.Equal(past) || j.State != StateReady {
+		t.Errorf("run_at %v state %s, want %v ready", j.RunAt, j.State, past)
+	}
+	r := reserveOne(t, c, "t", 0)
+	if r.ID != "p" {
+		t.Errorf("reserved %q", r.ID)
+	}
+}
+
+func TestEnqueueValidation(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Limits: Limits{MaxBody: 10}})
+	ctx := testContext(t)
+	neg := -1
+	tests := []struct {
+		name  string
+		topic string
+		spec  Spec
+		field string
+	}{
+		{"bad topic", "a b", Spec{}, "topic"},
+		{"topic with brace", "a{b}", Spec{}, "topic"},
+		{"long topic", string(make([]byte, 129)), Spec{}, "topic"},
+		{"id with space", "t", Spec{ID: "a b"}, "id"},
+		{"id too long", "t", Spec{ID: string(make([]byte, 257))}, "id"},
+		{"id not utf8", "t", Spec{ID: "\xff"}, "id"},
+		{"body too big", "t", Spec{Body: make([]byte, 11)}, "body"},
+		{"negative delay", "t", Spec{Delay: -time.Second}, "delay"},
+		{"delay too long", "t", Spec{Delay: 11 * 365 * 24 * time.Hour}, "delay"},
+		{"delay and run_at", "t", Spec{Delay: time.Second, RunAt: time.Now()}, "run_at"},
+		{"ttr too short", "t", Spec{TTR: time.Millisecond}, "ttr"},
+		{"ttr too long", "t", Spec{TTR: 25 * time.Hour}, "ttr"},
+		{"negative retries", "t", Spec{MaxRetries: &neg}, "max_retries"},
+		{"too many retries", "t", Spec{MaxRetries: intp(1001)}, "max_retries"},
+		{"empty backoff", "t", Spec{Backoff: []time.Duration{}}, "backoff"},
+		{"negative backoff", "t", Spec{Backoff: []time.Duration{-1}}, "backoff"},
+		{"priority too high", "t", Spec{Priority: 1001}, "priority"},
+		{"priority too low", "t", Spec{Priority: -1001}, "priority"},
+		{"callback not http", "t", Spec{CallbackURL: "ftp://x/y"}, "callback_url"},
+		{"callback relative", "t", Spec{CallbackURL: "/hook"}, "callback_url"},
+		{"unknown format", "t", Spec{Format: 7}, "format"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := c.Enqueue(ctx, tt.topic, tt.spec)
+			var inv *InvalidError
+			if !errors.As(err, &inv) || !errors.Is(err, ErrInvalid) || inv.Field != tt.field {
+				t.Fatalf("Enqueue = %v, want an InvalidError on %q", err, tt.field)
+			}
+		})
+	}
+	if names, _ := c.TopicNames(ctx); len(names) > 1 {
+		t.Errorf("invalid jobs registered topics: %v", names)
+	}
+	if s, err := c.Stats(ctx, "t"); err == nil && s.Delayed+s.Ready != 0 {
+		t.Errorf("invalid jobs were stored: %+v", s)
+	}
+}
+
+func TestEnqueueBatchEachJobAlone(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Partitions: 4})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "taken"})
+	res, err := c.EnqueueBatch(ctx, "t", []Spec{
+		{ID: "a"}, {ID: "bad id"}, {ID: "taken"}, {ID: "b", Delay: time.Minute}, {ID: "a"}, {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := []error{nil, ErrInvalid, ErrExists, nil, ErrExists, nil}
+	for i, r := range res {
+		if !errors.Is(r.Err, wantErr[i]) || (r.Err == nil) != (r.Job != nil) {
+			t.Errorf("result %d = %+v, want error %v", i, r, wantErr[i])
+		}
+	}
+	s, _ := c.Stats(ctx, "t")
+	if s.Ready+s.Delayed != 4 {
+		t.Errorf("stored %d jobs, want 4 (taken, a, b, generated)", s.Ready+s.Delayed)
+	}
+	if _, err := c.EnqueueBatch(ctx, "t", nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty batch = %v, want ErrInvalid", err)
+	}
+	if _, err := c.EnqueueBatch(ctx, "t", make([]Spec, 1001)); !errors.Is(err, ErrInvalid) {
+		t.Errorf("batch of 1001 = %v, want ErrInvalid", err)
+	}
+}
+
+func TestRescheduleStates(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "d", Delay: time.Hour})
+	j, err := c.Reschedule(ctx, "t", "d", 0)
+	if err != nil || j.State != StateReady {
+		t.Fatalf("Reschedule(delayed → now) = %+v, %v", j, err)
+	}
+	at := time.Now().Add(2 * time.Hour).Truncate(time.Millisecond).UTC()
+	if j, err = c.RescheduleAt(ctx, "t", "d", at); err != nil || j.State != StateDelayed || !j.RunAt.Equal(at) {
+		t.Fatalf("RescheduleAt(ready → later) = %+v, %v", j, err)
+	}
+	if _, err := c.Reserve(ctx, "t", ReserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, c, "t", Spec{ID: "r"})
+	reserveOne(t, c, "t", 0)
+	if _, err := c.Reschedule(ctx, "t", "r", time.Minute); !errors.Is(err, ErrWrongState) {
+		t.Errorf("Reschedule(reserved) = %v, want ErrWrongState", err)
+	}
+	if _, err := c.Reschedule(ctx, "t", "missing", time.Minute); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Reschedule(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestTopicKeepsItsPartitionCount(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{Partitions: 4})
+	mustEnqueue(t, c, "t", Spec{ID: "x"})
+	other := newClientOn(t, rdb, Config{Partitions: 2})
+	j, err := other.Get(testContext(t), "t", "x")
+	if err != nil || j.ID != "x" {
+		t.Fatalf("a client configured with 2 partitions cannot find a job of a 4-partition topic: %v", err)
+	}
+}

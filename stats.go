@@ -1,0 +1,97 @@
+package delayq
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/delayq/delayq/internal/keys"
+)
+
+// TopicStats counts a topic's jobs by state.
+type TopicStats struct {
+	Name     string
+	Delayed  int64
+	Ready    int64
+	Reserved int64
+	Dead     int64
+	// NextRunAt is the earliest due time of a delayed or ready job; zero when there is none.
+	NextRunAt time.Time
+	// OldestReady is how long the oldest ready job has waited; zero when none waits.
+	OldestReady time.Duration
+}
+
+// Stats counts the jobs of one topic, reading all its partitions in one round trip.
+// An unknown topic is ErrNotFound.
+func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
+	n, err := c.partitions(ctx, topic, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.stats(ctx, topic, n)
+}
+
+func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, error) {
+	parts := make([]keys.Partition, n)
+	for p := range parts {
+		parts[p] = c.store.Partition(topic, p)
+	}
+	counts, err := c.store.Stats(ctx, parts)
+	if err != nil {
+		return nil, err
+	}
+	s := &TopicStats{Name: topic}
+	earliest, oldest, now := int64(-1), int64(-1), int64(0)
+	for _, k := range counts {
+		s.Delayed += k.Delayed
+		s.Ready += k.Ready
+		s.Reserved += k.Reserved
+		s.Dead += k.Dead
+		earliest = minKnown(earliest, k.EarliestMs)
+		oldest = minKnown(oldest, k.OldestReadyMs)
+		now = max(now, k.NowMs)
+	}
+	if earliest >= 0 {
+		s.NextRunAt = time.UnixMilli(earliest).UTC()
+	}
+	if oldest >= 0 && now > oldest {
+		s.OldestReady = time.Duration(now-oldest) * time.Millisecond
+	}
+	return s, nil
+}
+
+// minKnown is the smaller of two times where -1 means unknown.
+func minKnown(a, b int64) int64 {
+	if a < 0 || (b >= 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// Topics returns the counts of every topic, sorted by name.
+func (c *Client) Topics(ctx context.Context) ([]TopicStats, error) {
+	registered, err := c.store.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(registered))
+	out := make([]TopicStats, 0, len(names))
+	for _, name := range names {
+		s, err := c.stats(ctx, name, registered[name])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *s)
+	}
+	return out, nil
+}
+
+// TopicNames returns the names of every topic, sorted.
+func (c *Client) TopicNames(ctx context.Context) ([]string, error) {
+	registered, err := c.store.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(registered)), nil
+}

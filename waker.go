@@ -1,0 +1,225 @@
+package delayq
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// never stands for "nothing is due in this partition until a notice says otherwise".
+var never = time.Now().Add(100 * 365 * 24 * time.Hour)
+
+// topicState is what one process knows about when a topic's partitions next have something
+// to hand out, for one lane. Reserve sleeps on it until the earliest of those moments, a notice
+// of an earlier job, or a periodic recheck; so no polling interval sets the precision.
+type topicState struct {
+	name string
+	rr   atomic.Uint32 // where the next scan of the partitions starts
+
+	mu        sync.Mutex
+	n         int         // partition count, 0 until known
+	next      []time.Time // per partition, local time when it next has something due; zero: look now
+	notices   []uint64    // per partition, notices seen, to keep a stale reply from hiding one
+	offsetMs  int64       // server clock minus local clock, from the latest reply
+	changed   chan struct{}
+	listening bool
+}
+
+func newTopicState(name string) *topicState {
+	return &topicState{name: name, changed: make(chan struct{})}
+}
+
+func (t *topicState) partitionCount() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+func (t *topicState) setPartitionCount(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		t.n = n
+		t.next = make([]time.Time, n)
+		t.notices = make([]uint64, n)
+	}
+}
+
+// due returns the partitions that may have something to hand out now (all of them when all is
+// set), starting at a rotating position so that concurrent consumers spread over the
+// partitions, with each one's notice count.
+func (t *topicState) due(now time.Time, all bool) (parts []int, seen []uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	start := int(t.rr.Add(1))
+	for k := range t.n {
+		p := (start + k) % t.n
+		if all || !t.next[p].After(now) {
+			parts = append(parts, p)
+			seen = append(seen, t.notices[p])
+		}
+	}
+	return parts, seen
+}
+
+// learn records a reserve reply: at local time at, the server's clock read nowMs and partition p
+// next has something due at nextMs (-1: nothing). A notice that arrived since the call was made
+// (seen differs) may be newer than the reply, so then the earlier of the two wins.
+func (t *topicState) learn(p int, seen uint64, at time.Time, nowMs, nextMs int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.offsetMs = nowMs - at.UnixMilli()
+	next := never
+	if nextMs >= 0 {
+		next = at.Add(time.Duration(nextMs-nowMs) * time.Millisecond)
+	}
+	if t.notices[p] != seen && t.next[p].Before(next) {
+		return
+	}
+	t.next[p] = next
+}
+
+// notice records that partition p has something due at server time dueMs.
+func (t *topicState) notice(p int, dueMs int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p < 0 || p >= t.n {
+		return
+	}
+	now := time.Now()
+	at := now.Add(time.Duration(dueMs-(now.UnixMilli()+t.offsetMs)) * time.Millisecond)
+	t.notices[p]++
+	if at.Before(t.next[p]) {
+		t.next[p] = at
+		t.broadcast()
+	}
+}
+
+// recheck makes the given partitions (all when nil) be looked at on the next scan.
+func (t *topicState) recheck(parts []int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if parts == nil {
+		for p := range t.n {
+			t.next[p] = time.Time{}
+			t.notices[p]++
+		}
+	}
+	for _, p := range parts {
+		t.next[p] = time.Time{}
+		t.notices[p]++
+	}
+	t.broadcast()
+}
+
+func (t *topicState) broadcast() {
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+// wait sleeps until a partition may have something due, the deadline passes, or ctx ends.
+// After every recheck interval without news it marks every partition to be looked at again.
+func (t *topicState) wait(ctx context.Context, deadline time.Time, recheck time.Duration) {
+	t.mu.Lock()
+	wake := deadline
+	for _, n := range t.next {
+		if n.Before(wake) {
+			wake = n
+		}
+	}
+	checkAt := time.Now().Add(recheck)
+	isRecheck := checkAt.Before(wake)
+	if isRecheck {
+		wake = checkAt
+	}
+	changed := t.changed
+	t.mu.Unlock()
+
+	timer := time.NewTimer(time.Until(wake))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-changed:
+	case <-timer.C:
+		if isRecheck {
+			t.recheck(nil)
+		}
+	}
+}
+
+// listen starts, once per topic state, the goroutines that turn the partitions' shard pub/sub
+// notices into wake-ups. On a Cluster each partition's channel lives on its own shard, so each
+// gets its own subscription; elsewhere one subscription carries them all.
+func (c *Client) listen(t *topicState, n int) {
+	if c.cfg.PollInterval > 0 {
+		return
+	}
+	t.mu.Lock()
+	if t.listening {
+		t.mu.Unlock()
+		return
+	}
+	t.listening = true
+	t.mu.Unlock()
+
+	partOf := make(map[string]int, n)
+	var groups [][]string
+	_, cluster := c.store.Client().(*redis.ClusterClient)
+	for p := range n {
+		ch := c.store.Partition(t.name, p).Notify()
+		partOf[ch] = p
+		if cluster || len(groups) == 0 {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], ch)
+	}
+	for _, chans := range groups {
+		c.wg.Add(1)
+		go c.listenLoop(t, chans, partOf)
+	}
+}
+
+func (c *Client) listenLoop(t *topicState, chans []string, partOf map[string]int) {
+	defer c.wg.Done()
+	parts := make([]int, len(chans))
+	for i, ch := range chans {
+		parts[i] = partOf[ch]
+	}
+	ctx := context.Background()
+	ps := c.store.Client().SSubscribe(ctx, chans...)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-c.stop:
+		case <-done:
+		}
+		ps.Close()
+	}()
+	for {
+		msg, err := ps.Receive(ctx)
+		if err != nil {
+			select {
+			case <-c.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			// Notices may have been lost while the connection was down.
+			t.recheck(parts)
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			// (Re)subscribed: anything published before now went unheard.
+			t.recheck(parts)
+		case *redis.Message:
+			if due, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
+				t.notice(partOf[m.Channel], due)
+			}
+		}
+	}
+}
