@@ -107,10 +107,10 @@ local function backoff_for(j, retry)
   return steps[retry]
 end
 
--- fail ends a reserved job's attempt: it goes dead when its retries are used up or when dead is
--- true, else it is due again after delay (or its backoff step when delay is nil).
--- Returns 2 when the job went dead, 1 when it will be retried.
-local function fail(id, j, err, delay, dead)
+-- fail ends a reserved job's attempt, which ended at time since: it goes dead when its retries
+-- are used up or when dead is true, else it is due again delay (or its backoff step when delay
+-- is nil) after since. Returns 2 when the job went dead, 1 when it will be retried.
+local function fail(id, j, since, err, delay, dead)
   redis.call('ZREM', K.reserved, id)
   j[F.last_error] = err
   j[F.lease] = nil
@@ -121,7 +121,7 @@ local function fail(id, j, err, delay, dead)
     outcome = 2
   else
     local prev = head_score()
-    local t = NOW + (delay or backoff_for(j, j[F.attempts]))
+    local t = since + (delay or backoff_for(j, j[F.attempts]))
     schedule(id, j, t)
     notify_if_sooner(prev, t)
     outcome = 1
@@ -130,13 +130,14 @@ local function fail(id, j, err, delay, dead)
   return outcome
 end
 
--- expire_leases fails up to limit jobs whose lease deadline has passed.
+-- expire_leases fails up to limit jobs whose lease deadline has passed; their backoff counts
+-- from the deadline, not from when this call noticed it.
 local function expire_leases(limit)
   local ids = redis.call('ZRANGE', K.reserved, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
     local j = load_job(id)
     if j then
-      fail(id, j, 'ttr exceeded', nil, false)
+      fail(id, j, j[F.lease_deadline], 'ttr exceeded', nil, false)
     else
       redis.call('ZREM', K.reserved, id)
     end

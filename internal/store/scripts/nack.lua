@@ -7,4 +7,4 @@ local j = owned(id, ARGV[3])
 if not j then return 0 end
 local delay = nil
 if ARGV[5] ~= '' then delay = tonumber(ARGV[5]) end
-return fail(id, j, ARGV[4], delay, ARGV[6] == '1')
+return fail(id, j, NOW, ARGV[4], delay, ARGV[6] == '1')

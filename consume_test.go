@@ -1,0 +1,486 @@
+package delayq
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// serverNow reads the Redis server's clock as the scripts of c see it.
+func serverNow(t testing.TB, c *Client, rdb redis.UniversalClient) time.Time {
+	t.Helper()
+	now, err := rdb.Time(testContext(t)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return now.Add(time.Duration(c.store.ClockOffset()) * time.Millisecond)
+}
+
+// reservedAt is when the server leased job: its lease deadline minus the TTR it was given.
+func reservedAt(j *Job, ttr time.Duration) time.Time { return j.LeaseDeadline.Add(-ttr) }
+
+func TestNeverEarlyAndOnTime(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{RecheckInterval: time.Minute})
+	ctx := testContext(t)
+	const n = 200
+	specs := make([]Spec, n)
+	for i := range specs {
+		specs[i] = Spec{ID: fmt.Sprint(i), Delay: time.Duration(200+i*5) * time.Millisecond}
+	}
+	if _, err := c.EnqueueBatch(ctx, "t", specs); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var late []time.Duration
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				done := len(late) == n
+				mu.Unlock()
+				if done {
+					return
+				}
+				jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 10, Wait: 200 * time.Millisecond})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					at := reservedAt(j, DefaultTTR)
+					if at.Before(j.RunAt) {
+						t.Errorf("job %s handed out at %v, %v before its due time", j.ID, at, j.RunAt.Sub(at))
+					}
+					late = append(late, at.Sub(j.RunAt))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(late)
+	p50, p99, worst := late[n/2], late[n*99/100], late[n-1]
+	t.Logf("lateness by the server clock: p50 %v, p99 %v, max %v", p50, p99, worst)
+	// Without wake-ups at the due time, a 1 s recheck would make the median about 500 ms.
+	if p50 > 50*time.Millisecond || worst > time.Second {
+		t.Errorf("lateness p50 %v, max %v: jobs are not handed out on time", p50, worst)
+	}
+}
+
+func TestNoticeWakesAWaitingConsumer(t *testing.T) {
+	t.Parallel()
+	// A long recheck interval: only the pub/sub notice can wake the consumer in time.
+	c, rdb := newTestClient(t, Config{RecheckInterval: time.Minute})
+	producer := newClientOn(t, rdb, Config{})
+	ctx := testContext(t)
+	got := make(chan *Job, 1)
+	go func() {
+		jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Wait: 20 * time.Second})
+		if len(jobs) == 1 {
+			got <- jobs[0]
+		}
+		close(got)
+	}()
+	// Let the consumer scan the empty topic and fall asleep first.
+	waitFor(t, func() bool { return c.store.Client().PubSubShardNumSub(ctx, c.store.Partition("t", 0).Notify()).Val()[c.store.Partition("t", 0).Notify()] == 1 })
+	start := time.Now()
+	mustEnqueue(t, producer, "t", Spec{ID: "now"})
+	select {
+	case j := <-got:
+		if j == nil || j.ID != "now" {
+			t.Fatalf("got %v", j)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("woken after %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiting consumer was not woken by the enqueue")
+	}
+}
+
+func TestPollIntervalWithoutPubSub(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{PollInterval: 20 * time.Millisecond})
+	producer := newClientOn(t, rdb, Config{})
+	go func() {
+		time.Sleep(50 * time.Millisecond) // the consumer must be waiting when the job arrives
+		mustEnqueue(t, producer, "t", Spec{ID: "x", Delay: 100 * time.Millisecond})
+	}()
+	j := reserveOne(t, c, "t", 5*time.Second)
+	if j.ID != "x" {
+		t.Fatalf("got %s", j.ID)
+	}
+	if n := rdb.PubSubShardNumSub(testContext(t), c.store.Partition("t", 0).Notify()).Val(); n[c.store.Partition("t", 0).Notify()] != 0 {
+		t.Errorf("a polling client subscribed to notices")
+	}
+}
+
+func TestStaleLeaseIsRefused(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a", TTR: time.Second})
+	first := reserveOne(t, c, "t", 0)
+	for _, lease := range []string{"", "made-up", first.Lease + "x"} {
+		if err := c.Ack(ctx, "t", "a", lease); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("Ack(%q) = %v, want ErrLeaseLost", lease, err)
+		}
+	}
+	advance(c, 2*time.Second) // the lease expires
+	if err := c.Ack(ctx, "t", "a", first.Lease); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Ack after the deadline = %v, want ErrLeaseLost", err)
+	}
+	if _, err := c.Touch(ctx, "t", "a", first.Lease, 0); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Touch after the deadline = %v, want ErrLeaseLost", err)
+	}
+	advance(c, 15*time.Second) // the first retry's backoff step
+	second := reserveOne(t, c, "t", 0)
+	if second.Attempts != 2 || second.LastError != "ttr exceeded" || second.Lease == first.Lease {
+		t.Fatalf("redelivery = %+v, want attempt 2 with error 'ttr exceeded' and a new lease", second)
+	}
+	for _, op := range []func(string) error{
+		func(l string) error { return c.Ack(ctx, "t", "a", l) },
+		func(l string) error { _, err := c.Nack(ctx, "t", "a", l, NackOptions{}); return err },
+		func(l string) error { _, err := c.Touch(ctx, "t", "a", l, 0); return err },
+		func(l string) error { return c.Release(ctx, "t", "a", l) },
+	} {
+		if err := op(first.Lease); !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("the old lease was accepted: %v", err)
+		}
+	}
+	if err := c.Ack(ctx, "t", "a", second.Lease); err != nil {
+		t.Fatalf("Ack with the current lease: %v", err)
+	}
+}
+
+func TestTouchExtendsTheLease(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a", TTR: time.Second})
+	j := reserveOne(t, c, "t", 0)
+	advance(c, 800*time.Millisecond)
+	deadline, err := c.Touch(ctx, "t", "a", j.Lease, 5*time.Second)
+	if err != nil || deadline.Sub(j.LeaseDeadline) < 4*time.Second {
+		t.Fatalf("Touch = %v, %v; old deadline %v", deadline, err, j.LeaseDeadline)
+	}
+	advance(c, 2*time.Second) // past the first deadline, within the touched one
+	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{}); len(jobs) != 0 {
+		t.Fatalf("a touched job was redelivered")
+	}
+	if err := c.Ack(ctx, "t", "a", j.Lease); err != nil {
+		t.Fatalf("Ack after Touch: %v", err)
+	}
+}
+
+func TestRetriesFollowTheBackoffThenDead(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(3), Backoff: []time.Duration{time.Second, 5 * time.Second}})
+	for attempt, step := range []time.Duration{time.Second, 5 * time.Second, 5 * time.Second} {
+		j := reserveOne(t, c, "t", 0)
+		if j.Attempts != attempt+1 {
+			t.Fatalf("attempt %d: Attempts = %d", attempt+1, j.Attempts)
+		}
+		before := serverNow(t, c, rdb)
+		if dead, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Error: fmt.Sprint("boom ", attempt)}); err != nil || dead {
+			t.Fatalf("Nack = %v, %v", dead, err)
+		}
+		after := serverNow(t, c, rdb)
+		got, _ := c.Get(ctx, "t", "a")
+		if got.State != StateDelayed || got.RunAt.Before(before.Add(step).Truncate(time.Millisecond)) || got.RunAt.After(after.Add(step)) {
+			t.Fatalf("after attempt %d: %s due %v, want delayed due %v after the nack", attempt+1, got.State, got.RunAt.Sub(before), step)
+		}
+		if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{}); len(jobs) != 0 {
+			t.Fatalf("retry %d handed out before its backoff step", attempt+1)
+		}
+		advance(c, step)
+	}
+	j := reserveOne(t, c, "t", 0)
+	if dead, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Error: "last"}); err != nil || !dead {
+		t.Fatalf("the last Nack = %v, %v; want dead", dead, err)
+	}
+	got, _ := c.Get(ctx, "t", "a")
+	if got.State != StateDead || got.LastError != "last" || got.Attempts != 4 || got.DiedAt.IsZero() {
+		t.Fatalf("after the last retry: %+v", got)
+	}
+}
+
+func TestDefaultBackoff(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(20)})
+	steps := append(slices.Clone(DefaultBackoff), DefaultBackoff[len(DefaultBackoff)-1])
+	for i, step := range steps {
+		j := reserveOne(t, c, "t", 0)
+		before := serverNow(t, c, rdb)
+		if _, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := c.Get(ctx, "t", "a")
+		if d := got.RunAt.Sub(before); d < step-time.Millisecond || d > step+time.Second {
+			t.Fatalf("retry %d due after %v, want %v", i+1, d, step)
+		}
+		advance(c, step)
+	}
+}
+
+func TestNackDelayAndDead(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a"})
+	j := reserveOne(t, c, "t", 0)
+	zero := time.Duration(0)
+	if _, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Delay: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	j = reserveOne(t, c, "t", 0) // due again at once, not after 15 s
+	if dead, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Dead: true, Error: "poison"}); err != nil || !dead {
+		t.Fatalf("Nack(dead) = %v, %v", dead, err)
+	}
+	if got, _ := c.Get(ctx, "t", "a"); got.State != StateDead || got.Attempts != 2 {
+		t.Fatalf("got %+v", got)
+	}
+}
+
+func TestCancelIsFinal(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "delayed", Delay: time.Second})
+	mustEnqueue(t, c, "t", Spec{ID: "reserved"})
+	r := reserveOne(t, c, "t", 0)
+	for _, id := range []string{"delayed", "reserved"} {
+		if err := c.Cancel(ctx, "t", id); err != nil {
+			t.Fatalf("Cancel(%s): %v", id, err)
+		}
+		if err := c.Cancel(ctx, "t", id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("second Cancel(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
+	if err := c.Ack(ctx, "t", "reserved", r.Lease); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("Ack after Cancel = %v, want ErrLeaseLost", err)
+	}
+	advance(c, time.Hour)
+	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Max: 10}); len(jobs) != 0 {
+		t.Errorf("cancelled jobs handed out: %v", jobs)
+	}
+	if s, _ := c.Stats(ctx, "t"); *s != (TopicStats{Name: "t"}) {
+		t.Errorf("stats after cancelling everything: %+v", s)
+	}
+}
+
+// TestCancelRacingConsumers cancels jobs while consumers take them: a job whose cancel
+// succeeded is never handed out by a reserve that started after it, and its lease, if it had
+// one, can no longer be acked.
+func TestCancelRacingConsumers(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	const n = 1000
+	specs := make([]Spec, n)
+	for i := range specs {
+		specs[i] = Spec{ID: fmt.Sprint(i)}
+	}
+	if _, err := c.EnqueueBatch(ctx, "t", specs); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	cancelledAt := map[string]time.Time{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := n - 1; i >= 0; i-- {
+			if err := c.Cancel(ctx, "t", fmt.Sprint(i)); err == nil {
+				mu.Lock()
+				cancelledAt[fmt.Sprint(i)] = time.Now()
+				mu.Unlock()
+			}
+		}
+	}()
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				start := time.Now()
+				jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 5})
+				if err != nil || len(jobs) == 0 {
+					return
+				}
+				for _, j := range jobs {
+					mu.Lock()
+					at, cancelled := cancelledAt[j.ID]
+					mu.Unlock()
+					if cancelled && start.After(at) {
+						t.Errorf("job %s handed out by a reserve that began after its cancel", j.ID)
+					}
+					err := c.Ack(ctx, "t", j.ID, j.Lease)
+					mu.Lock()
+					_, cancelled = cancelledAt[j.ID]
+					mu.Unlock()
+					if err == nil && cancelled {
+						t.Errorf("job %s acked after its cancel succeeded", j.ID)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func TestReleaseMakesDueAtOnceWithoutCountingTheAttempt(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a"})
+	j := reserveOne(t, c, "t", 0)
+	if err := c.Release(ctx, "t", "a", j.Lease); err != nil {
+		t.Fatal(err)
+	}
+	again := reserveOne(t, c, "t", 0)
+	if again.Attempts != 1 {
+		t.Errorf("Attempts after a release = %d, want 1", again.Attempts)
+	}
+}
+
+func TestPriorityThenDueTimeOrder(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Partitions: 1})
+	ctx := testContext(t)
+	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	specs := []Spec{
+		{ID: "p0-late", RunAt: base.Add(3 * time.Second)},
+		{ID: "p5-late", Priority: 5, RunAt: base.Add(2 * time.Second)},
+		{ID: "p0-early", RunAt: base},
+		{ID: "p-3", Priority: -3, RunAt: base.Add(-time.Hour)},
+		{ID: "p5-early", Priority: 5, RunAt: base.Add(time.Second)},
+		{ID: "p1000", Priority: 1000, RunAt: base.Add(time.Minute)},
+		{ID: "p-1000", Priority: -1000, RunAt: base.Add(-2 * time.Hour)},
+		{ID: "future", Priority: 1000, Delay: time.Hour},
+	}
+	if _, err := c.EnqueueBatch(ctx, "t", specs); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for {
+		jobs, err := c.Reserve(ctx, "t", ReserveOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			break
+		}
+		order = append(order, jobs[0].ID)
+	}
+	want := []string{"p1000", "p5-early", "p5-late", "p0-early", "p0-late", "p-3", "p-1000"}
+	if !slices.Equal(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+}
+
+func TestStats(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Partitions: 3})
+	ctx := testContext(t)
+	past := time.Now().Add(-10 * time.Second)
+	mustEnqueue(t, c, "t", Spec{ID: "ready-old", RunAt: past, Priority: 3})
+	mustEnqueue(t, c, "t", Spec{ID: "ready", Priority: -2})
+	mustEnqueue(t, c, "t", Spec{ID: "delayed", Delay: time.Hour})
+	mustEnqueue(t, c, "t", Spec{ID: "res"})
+	mustEnqueue(t, c, "t", Spec{ID: "dead"})
+	// Reserve two (the high priority "ready-old" and one more), ack one, bury the other...
+	var leased []*Job
+	for len(leased) < 2 {
+		jobs, _ := c.Reserve(ctx, "t", ReserveOptions{})
+		leased = append(leased, jobs...)
+	}
+	s, err := c.Stats(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Delayed != 1 || s.Ready != 2 || s.Reserved != 2 || s.Dead != 0 {
+		t.Errorf("stats %+v", s)
+	}
+	for _, j := range leased {
+		c.Nack(ctx, "t", j.ID, j.Lease, NackOptions{Dead: true})
+	}
+	s, _ = c.Stats(ctx, "t")
+	if s.Ready != 2 || s.Reserved != 0 || s.Dead != 2 || s.OldestReady <= 0 || s.NextRunAt.IsZero() {
+		t.Errorf("stats %+v", s)
+	}
+	if _, err := c.Stats(ctx, "unknown"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Stats(unknown) = %v", err)
+	}
+	all, err := c.Topics(ctx)
+	if err != nil || len(all) != 1 || all[0] != *s {
+		t.Errorf("Topics = %+v, %v", all, err)
+	}
+}
+
+func TestStatsOldestReady(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	old := time.Now().Add(-time.Minute)
+	mustEnqueue(t, c, "t", Spec{ID: "hi", Priority: 9})
+	mustEnqueue(t, c, "t", Spec{ID: "old-low", Priority: -9, RunAt: old})
+	c.Reserve(ctx, "t", ReserveOptions{Max: 1}) // promotes both, takes "hi"
+	s, _ := c.Stats(ctx, "t")
+	if s.OldestReady < 59*time.Second || s.OldestReady > 2*time.Minute || !s.NextRunAt.Equal(old.Truncate(time.Millisecond).UTC()) {
+		t.Errorf("oldest ready %v, next run at %v; want about 1m, %v", s.OldestReady, s.NextRunAt, old)
+	}
+}
+
+func TestScriptCacheFlushIsInvisible(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{Partitions: 4})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a"})
+	rdb.ScriptFlush(ctx)
+	mustEnqueue(t, c, "t", Spec{ID: "b"})
+	rdb.ScriptFlush(ctx)
+	specs := make([]Spec, 20)
+	for i := range specs {
+		specs[i].ID = fmt.Sprint("batch-", i)
+	}
+	res, err := c.EnqueueBatch(ctx, "t", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	rdb.ScriptFlush(ctx)
+	if s, err := c.Stats(ctx, "t"); err != nil || s.Ready != 22 {
+		t.Fatalf("Stats after SCRIPT FLUSH = %+v, %v", s, err)
+	}
+}
+
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in 10s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
