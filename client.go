@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/keys"
@@ -114,6 +113,7 @@ type Client struct {
 	cfg   Config
 	store *store.Store
 	log   *slog.Logger
+	newID func() string // makes the ids of jobs enqueued without one
 
 	mu     sync.Mutex
 	topics map[string]*topicState
@@ -142,6 +142,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		cfg:    cfg,
 		store:  store.New(rdb, cfg.Namespace),
 		log:    cfg.Logger,
+		newID:  newID,
 		topics: make(map[string]*topicState),
 		stop:   make(chan struct{}),
 	}
@@ -237,8 +238,6 @@ func (c *Client) topic(key, name string) *topicState {
 	}
 	return t
 }
-
-func newID() string { return ulid.Make().String() }
 
 // newLeasePrefix returns 96 random bits, base64url: a lease cannot be guessed.
 func newLeasePrefix() string {

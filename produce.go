@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/delayq/delayq/internal/keys"
@@ -36,12 +37,11 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 		return nil, err
 	}
 	results := make([]BatchResult, len(specs))
-	// Group the valid jobs by partition, remembering where each came from.
-	byPart := map[int][]store.NewJob{}
-	origin := map[int][]int{}
-	seen := map[string]bool{}
+	jobs := make([]store.NewJob, 0, len(specs))
+	index := make([]int, 0, len(specs)) // jobs[k] came from specs[index[k]]
+	seen := make(map[string]bool, len(specs))
 	for i, s := range specs {
-		j, err := c.cfg.Limits.toNewJob(s, newID)
+		j, err := c.cfg.Limits.toNewJob(s, c.newID)
 		if err == nil && seen[j.ID] {
 			err = ErrExists
 		}
@@ -50,45 +50,73 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 			continue
 		}
 		seen[j.ID] = true
-		p := keys.PartitionOf(j.ID, n)
-		byPart[p] = append(byPart[p], j)
-		origin[p] = append(origin[p], i)
+		jobs = append(jobs, j)
+		index = append(index, i)
 	}
-	if len(byPart) == 0 {
-		return results, nil
+	// A generated id can collide with one another process drew in the same millisecond: such
+	// jobs draw a new id and go again.
+	for try := 0; len(jobs) > 0; try++ {
+		added, err := c.add(ctx, topic, n, jobs)
+		if err != nil {
+			return nil, err
+		}
+		var again []store.NewJob
+		var againIndex []int
+		for k, a := range added {
+			i := index[k]
+			if errors.Is(a.err, ErrExists) && specs[i].ID == "" && try < 3 {
+				jobs[k].ID = c.newID()
+				again = append(again, jobs[k])
+				againIndex = append(againIndex, i)
+				continue
+			}
+			results[i] = BatchResult{Job: a.job, Err: a.err}
+		}
+		jobs, index = again, againIndex
+	}
+	return results, nil
+}
+
+type addResult struct {
+	job *Job
+	err error
+}
+
+// add stores jobs with one script call per partition, all in one round trip, and returns each
+// job's outcome in order.
+func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob) ([]addResult, error) {
+	byPart := map[int][]int{} // partition → positions in jobs
+	for k, j := range jobs {
+		p := keys.PartitionOf(j.ID, n)
+		byPart[p] = append(byPart[p], k)
 	}
 	parts := make([]keys.Partition, 0, len(byPart))
 	groups := make([][]store.NewJob, 0, len(byPart))
-	indexes := make([][]int, 0, len(byPart))
-	for p, jobs := range byPart {
+	positions := make([][]int, 0, len(byPart))
+	for p, ks := range byPart {
+		group := make([]store.NewJob, len(ks))
+		for i, k := range ks {
+			group[i] = jobs[k]
+		}
 		parts = append(parts, c.store.Partition(topic, p))
-		groups = append(groups, jobs)
-		indexes = append(indexes, origin[p])
+		groups = append(groups, group)
+		positions = append(positions, ks)
 	}
-	var nows []int64
-	var added [][]store.Added
-	if len(parts) == 1 {
-		var now int64
-		var a []store.Added
-		now, a, err = c.store.Enqueue(ctx, parts[0], groups[0])
-		nows, added = []int64{now}, [][]store.Added{a}
-	} else {
-		nows, added, err = c.store.EnqueueMany(ctx, parts, groups)
-	}
+	nows, added, err := c.store.EnqueueMany(ctx, parts, groups)
 	if err != nil {
 		return nil, err
 	}
-	for g, jobs := range groups {
-		for k, j := range jobs {
-			i := indexes[g][k]
-			if added[g][k].Err != nil {
-				results[i].Err = added[g][k].Err
+	out := make([]addResult, len(jobs))
+	for g, ks := range positions {
+		for i, k := range ks {
+			if err := added[g][i].Err; err != nil {
+				out[k].err = err
 				continue
 			}
-			results[i].Job = newJob(topic, j, nows[g], added[g][k].RunAtMs)
+			out[k].job = newJob(topic, jobs[k], nows[g], added[g][i].RunAtMs)
 		}
 	}
-	return results, nil
+	return out, nil
 }
 
 // newJob describes a job just added, as Get would return it.

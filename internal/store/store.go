@@ -106,14 +106,8 @@ type Added struct {
 	Err     error
 }
 
-// Enqueue adds jobs to partition p in one script call and returns the server time and each
-// job's outcome in order.
-func (s *Store) Enqueue(ctx context.Context, p keys.Partition, jobs []NewJob) (int64, []Added, error) {
-	cmd := s.run(ctx, enqueueScript, p, enqueueArgs(jobs)...)
-	return parseEnqueue(cmd, len(jobs))
-}
-
-// EnqueueMany adds jobs to several partitions in one pipelined round trip.
+// EnqueueMany adds jobs to several partitions, one script call each, in one round trip, and
+// returns each partition's server time and its jobs' outcomes in order.
 func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs [][]NewJob) ([]int64, [][]Added, error) {
 	cmds, err := s.pipelined(ctx, enqueueScript, len(parts), func(i int) (keys.Partition, []any) {
 		return parts[i], enqueueArgs(jobs[i])

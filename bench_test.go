@@ -1,0 +1,127 @@
+package delayq
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+var body100 = bytes.Repeat([]byte("x"), 100)
+
+func newBenchClient(b *testing.B) (*Client, redis.UniversalClient) {
+	b.Helper()
+	rdb := redistest.Standalone(b).Client(b)
+	return newClientOn(b, rdb, Config{}), rdb
+}
+
+func BenchmarkEnqueue(b *testing.B) {
+	c, _ := newBenchClient(b)
+	ctx := context.Background()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Enqueue(ctx, "bench", Spec{Body: body100, Delay: time.Hour}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+func BenchmarkEnqueueBatch(b *testing.B) {
+	c, _ := newBenchClient(b)
+	ctx := context.Background()
+	specs := make([]Spec, 100)
+	for i := range specs {
+		specs[i] = Spec{Body: body100, Delay: time.Hour}
+	}
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.EnqueueBatch(ctx, "bench", specs); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N*len(specs))/b.Elapsed().Seconds(), "jobs/s")
+}
+
+func BenchmarkReserveAck(b *testing.B) {
+	c, _ := newBenchClient(b)
+	ctx := context.Background()
+	specs := make([]Spec, 1000)
+	for i := range specs {
+		specs[i] = Spec{Body: body100}
+	}
+	for i := 0; i < b.N; i += len(specs) {
+		if _, err := c.EnqueueBatch(ctx, "bench", specs); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if left.Add(-1) < 0 {
+				continue
+			}
+			jobs, err := c.Reserve(ctx, "bench", ReserveOptions{Wait: time.Second})
+			if err != nil || len(jobs) != 1 {
+				b.Errorf("Reserve: %d jobs, %v", len(jobs), err)
+				return
+			}
+			if err := c.Ack(ctx, "bench", jobs[0].ID, jobs[0].Lease); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkMemoryPerJob reports the Redis memory one pending job with a 100-byte body costs,
+// as used_memory's growth over 100,000 jobs divided by their number.
+func BenchmarkMemoryPerJob(b *testing.B) {
+	const n = 100_000
+	for range b.N {
+		c, rdb := newBenchClient(b)
+		ctx := context.Background()
+		before := usedMemory(b, rdb)
+		specs := make([]Spec, 1000)
+		for i := 0; i < n; i += len(specs) {
+			for k := range specs {
+				specs[k] = Spec{Body: body100, Delay: time.Duration(k+1) * time.Minute}
+			}
+			if _, err := c.EnqueueBatch(ctx, "mem", specs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(usedMemory(b, rdb)-before)/n, "bytes/job")
+	}
+}
+
+func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	b.Fatal(fmt.Sprint("no used_memory in INFO memory"))
+	return 0
+}
