@@ -92,7 +92,9 @@ func TestNoticeWakesAWaitingConsumer(t *testing.T) {
 		close(got)
 	}()
 	// Let the consumer scan the empty topic and fall asleep first.
-	waitFor(t, func() bool { return c.store.Client().PubSubShardNumSub(ctx, c.store.Partition("t", 0).Notify()).Val()[c.store.Partition("t", 0).Notify()] == 1 })
+	waitFor(t, func() bool {
+		return c.store.Client().PubSubShardNumSub(ctx, c.store.Partition("t", 0).Notify()).Val()[c.store.Partition("t", 0).Notify()] == 1
+	})
 	start := time.Now()
 	mustEnqueue(t, producer, "t", Spec{ID: "now"})
 	select {
@@ -486,4 +488,3 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
-

@@ -211,4 +211,3 @@ func checkExactlyOnce(t *testing.T, c *Client, rdb redis.UniversalClient, partit
 		t.Errorf("handled %d distinct jobs, want %d", len(handled), total)
 	}
 }
-

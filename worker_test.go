@@ -39,8 +39,16 @@ func TestWorkerRunsHandlersAndAcks(t *testing.T) {
 	var handled sync.Map
 	done := make(chan struct{}, 100)
 	startWorker(t, c, WorkerConfig{Concurrency: 4}, map[string]Handler{
-		"a": func(ctx context.Context, j *Job) error { handled.Store("a/"+j.ID, true); done <- struct{}{}; return nil },
-		"b": func(ctx context.Context, j *Job) error { handled.Store("b/"+j.ID, true); done <- struct{}{}; return nil },
+		"a": func(ctx context.Context, j *Job) error {
+			handled.Store("a/"+j.ID, true)
+			done <- struct{}{}
+			return nil
+		},
+		"b": func(ctx context.Context, j *Job) error {
+			handled.Store("b/"+j.ID, true)
+			done <- struct{}{}
+			return nil
+		},
 	})
 	for i := range 20 {
 		mustEnqueue(t, c, "a", Spec{ID: fmt.Sprint(i), Delay: time.Duration(i) * 10 * time.Millisecond})
@@ -133,7 +141,9 @@ func TestWorkerFailuresRetriesPanicsAndDeadLetters(t *testing.T) {
 	}
 }
 
-func contains(s, sub string) bool { return len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub)) }
+func contains(s, sub string) bool {
+	return len(s) >= len(sub) && (s[:len(sub)] == sub || contains(s[1:], sub))
+}
 
 func TestWorkerRenewsLeasesOfLongHandlers(t *testing.T) {
 	t.Parallel()
