@@ -29,6 +29,12 @@ type Limits struct {
 	MaxWait    time.Duration // Defaults to 60s.
 }
 
+// WithDefaults returns l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
+	l.setDefaults()
+	return l
+}
+
 func (l *Limits) setDefaults() {
 	set := func(v *int, d int) {
 		if *v == 0 {

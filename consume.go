@@ -3,6 +3,7 @@ package delayq
 import (
 	"context"
 	"time"
+	"unicode/utf8"
 
 	"github.com/delayq/delayq/internal/store"
 )
@@ -143,9 +144,7 @@ func (c *Client) Nack(ctx context.Context, topic, id, lease string, o NackOption
 		}
 		delayMs = o.Delay.Milliseconds()
 	}
-	if len(o.Error) > 4096 {
-		o.Error = o.Error[:4096]
-	}
+	o.Error = truncateUTF8(o.Error, maxErrorText)
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
 		return false, err
@@ -178,4 +177,18 @@ func (c *Client) Release(ctx context.Context, topic, id, lease string) error {
 		return err
 	}
 	return c.store.Release(ctx, p, id, lease)
+}
+
+// maxErrorText bounds the error text a job keeps.
+const maxErrorText = 4096
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -32,8 +32,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 	if len(specs) == 0 || len(specs) > c.cfg.Limits.MaxBatch {
 		return nil, invalid("jobs", "a batch holds 1 to %d jobs, got %d", c.cfg.Limits.MaxBatch, len(specs))
 	}
-	n, err := c.partitions(ctx, topic, true)
-	if err != nil {
+	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
 	results := make([]BatchResult, len(specs))
@@ -52,6 +51,13 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 		seen[j.ID] = true
 		jobs = append(jobs, j)
 		index = append(index, i)
+	}
+	if len(jobs) == 0 {
+		return results, nil // nothing valid: the topic is not created either
+	}
+	n, err := c.partitions(ctx, topic, true)
+	if err != nil {
+		return nil, err
 	}
 	// A generated id can collide with one another process drew in the same millisecond: such
 	// jobs draw a new id and go again.

@@ -190,3 +190,29 @@ func TestTopicKeepsItsPartitionCount(t *testing.T) {
 		t.Fatalf("a client configured with 2 partitions cannot find a job of a 4-partition topic: %v", err)
 	}
 }
+
+func TestInvalidBatchCreatesNoTopic(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	res, err := c.EnqueueBatch(ctx, "never", []Spec{{ID: "bad id"}})
+	if err != nil || res[0].Err == nil {
+		t.Fatalf("EnqueueBatch = %+v, %v", res, err)
+	}
+	if names, _ := c.TopicNames(ctx); len(names) != 0 {
+		t.Errorf("a batch with no valid job created topics %v", names)
+	}
+}
+
+func TestTruncateUTF8(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{{"héllo", 2, "h"}, {"héllo", 3, "hé"}, {"abc", 5, "abc"}, {"日本", 4, "日"}} {
+		if got := truncateUTF8(tt.in, tt.n); got != tt.want {
+			t.Errorf("truncateUTF8(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}

@@ -3,6 +3,6 @@
 -- Returns 1 when acked, 0 when the lease is not the job's current, unexpired one.
 local id = ARGV[2]
 if not owned(id, ARGV[3]) then return 0 end
-redis.call('HDEL', K.jobs, id)
-redis.call('ZREM', K.reserved, id)
+redis.call('HDEL', JOBS, id)
+redis.call('ZREM', RESERVED, id)
 return 1

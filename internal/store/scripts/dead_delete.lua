@@ -4,14 +4,14 @@
 -- Returns the number deleted.
 local ids
 if ARGV[2] == 'all' then
-  ids = redis.call('ZRANGE', K.dead, 0, tonumber(ARGV[3]) - 1)
+  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[3]) - 1)
 else
   ids = {unpack(ARGV, 4)}
 end
 local n = 0
 for _, id in ipairs(ids) do
-  if redis.call('ZREM', K.dead, id) == 1 then
-    redis.call('HDEL', K.jobs, id)
+  if redis.call('ZREM', DEAD, id) == 1 then
+    redis.call('HDEL', JOBS, id)
     n = n + 1
   end
 end

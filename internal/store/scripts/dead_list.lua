@@ -4,7 +4,7 @@
 -- Returns the jobs as reply().
 local from = '-'
 if ARGV[2] ~= '' then from = '(' .. ARGV[2] end
-local ids = redis.call('ZRANGE', K.dead, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
+local ids = redis.call('ZRANGE', DEAD, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for _, id in ipairs(ids) do
   local j = load_job(id)

@@ -4,7 +4,7 @@
 -- Returns the number requeued.
 local ids
 if ARGV[2] == 'all' then
-  ids = redis.call('ZRANGE', K.dead, 0, tonumber(ARGV[3]) - 1)
+  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[3]) - 1)
 else
   ids = {unpack(ARGV, 4)}
 end
@@ -12,10 +12,10 @@ local prev = head_score()
 local n = 0
 for _, id in ipairs(ids) do
   local j = load_job(id)
-  if j and j[F.state] == DEAD then
-    redis.call('ZREM', K.dead, id)
-    j[F.attempts] = 0
-    j[F.died_at] = nil
+  if j and j[F_STATE] == S_DEAD then
+    redis.call('ZREM', DEAD, id)
+    j[F_ATTEMPTS] = 0
+    j[F_DIED_AT] = nil
     schedule(id, j, NOW)
     save(id, j)
     n = n + 1

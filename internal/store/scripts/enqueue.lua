@@ -11,22 +11,22 @@ local n = tonumber(ARGV[2])
 for i = 0, n - 1 do
   local a = 3 + i * 10
   local id = ARGV[a]
-  if redis.call('HEXISTS', K.jobs, id) == 1 then
+  if redis.call('HEXISTS', JOBS, id) == 1 then
     out[#out + 1] = 0
     out[#out + 1] = 0
   else
     local t
     if ARGV[a + 3] ~= '' then t = NOW + tonumber(ARGV[a + 3]) else t = tonumber(ARGV[a + 4]) end
     local j = {}
-    j[F.format] = tonumber(ARGV[a + 1])
-    j[F.priority] = tonumber(ARGV[a + 2])
-    j[F.created] = NOW
-    j[F.attempts] = 0
-    j[F.max_retries] = tonumber(ARGV[a + 5])
-    j[F.ttr] = tonumber(ARGV[a + 6])
-    j[F.body] = ARGV[a + 7]
-    j[F.backoff] = split_numbers(ARGV[a + 8])
-    j[F.callback] = nonempty(ARGV[a + 9])
+    j[F_FORMAT] = tonumber(ARGV[a + 1])
+    j[F_PRIORITY] = tonumber(ARGV[a + 2])
+    j[F_CREATED] = NOW
+    j[F_ATTEMPTS] = 0
+    j[F_MAX_RETRIES] = tonumber(ARGV[a + 5])
+    j[F_TTR] = tonumber(ARGV[a + 6])
+    j[F_BODY] = ARGV[a + 7]
+    j[F_BACKOFF] = split_numbers(ARGV[a + 8])
+    j[F_CALLBACK] = nonempty(ARGV[a + 9])
     schedule(id, j, t)
     save(id, j)
     if soonest == nil or t < soonest then soonest = t end

@@ -14,23 +14,24 @@
 -- A job record is a run of MessagePack values in the order of F below; trailing nils are left
 -- out, so a job that uses the defaults costs a few bytes beyond its body.
 
-local K = {
-  jobs = KEYS[1], delayed = KEYS[2], ready = KEYS[3], ready_push = KEYS[4],
-  reserved = KEYS[5], dead = KEYS[6], notify = KEYS[7],
-}
+local JOBS, DELAYED, READY, READY_PUSH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local RESERVED, DEAD, NOTIFY = KEYS[5], KEYS[6], KEYS[7]
 
-local F = {
-  state = 1, format = 2, priority = 3, created = 4, delay = 5, attempts = 6, max_retries = 7,
-  ttr = 8, body = 9, backoff = 10, callback = 11, last_error = 12, lease = 13,
-  lease_deadline = 14, died_at = 15,
-}
+-- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
+-- every call, and tables made per call cost garbage collection.
+local F_STATE, F_FORMAT, F_PRIORITY, F_CREATED, F_DELAY = 1, 2, 3, 4, 5
+local F_ATTEMPTS, F_MAX_RETRIES, F_TTR, F_BODY, F_BACKOFF = 6, 7, 8, 9, 10
+local F_CALLBACK, F_LAST_ERROR, F_LEASE, F_LEASE_DEADLINE, F_DIED_AT = 11, 12, 13, 14, 15
 local NFIELDS = 15
 
--- Record states. Replies split PENDING into delayed (1) and ready (2) by the clock.
-local PENDING, RESERVED, DEAD = 1, 3, 4
+-- Record states. Replies split S_PENDING into delayed (1) and ready (2) by the clock.
+local S_PENDING, S_RESERVED, S_DEAD = 1, 3, 4
 
--- The backoff of a job that names none; the Go package's DefaultBackoff must match it.
-local DEFAULT_BACKOFF = {15000, 180000, 600000, 1800000, 3600000, 7200000, 21600000, 54000000}
+-- default_backoff is the backoff of a job that names none; the Go package's DefaultBackoff
+-- must match it.
+local function default_backoff()
+  return {15000, 180000, 600000, 1800000, 3600000, 7200000, 21600000, 54000000}
+end
 
 -- ready_score orders due jobs by priority (higher first), then due time. Priorities are within
 -- +-1000 and due times below 2^43 ms, so every score is an exact double.
@@ -62,21 +63,21 @@ local function encode(j)
 end
 
 local function load_job(id)
-  local rec = redis.call('HGET', K.jobs, id)
+  local rec = redis.call('HGET', JOBS, id)
   if not rec then return nil end
   return decode(rec)
 end
 
 local function save(id, j)
-  redis.call('HSET', K.jobs, id, encode(j))
+  redis.call('HSET', JOBS, id, encode(j))
 end
 
 local function run_at(j)
-  return j[F.created] + j[F.delay]
+  return j[F_CREATED] + j[F_DELAY]
 end
 
 local function head_score()
-  local h = redis.call('ZRANGE', K.delayed, 0, 0, 'WITHSCORES')
+  local h = redis.call('ZRANGE', DELAYED, 0, 0, 'WITHSCORES')
   if #h == 0 then return nil end
   return tonumber(h[2])
 end
@@ -85,24 +86,24 @@ end
 -- earliest before the change (prev, nil when the partition had none).
 local function notify_if_sooner(prev, t)
   if t and (prev == nil or t < prev) then
-    redis.call('SPUBLISH', K.notify, string.format('%.0f', t))
+    redis.call('SPUBLISH', NOTIFY, string.format('%.0f', t))
   end
 end
 
 local function schedule(id, j, t)
-  j[F.state] = PENDING
-  j[F.delay] = t - j[F.created]
-  redis.call('ZADD', K.delayed, t, id)
+  j[F_STATE] = S_PENDING
+  j[F_DELAY] = t - j[F_CREATED]
+  redis.call('ZADD', DELAYED, t, id)
 end
 
 local function bury(id, j)
-  j[F.state] = DEAD
-  j[F.died_at] = NOW
-  redis.call('ZADD', K.dead, 0, id)
+  j[F_STATE] = S_DEAD
+  j[F_DIED_AT] = NOW
+  redis.call('ZADD', DEAD, 0, id)
 end
 
 local function backoff_for(j, retry)
-  local steps = j[F.backoff] or DEFAULT_BACKOFF
+  local steps = j[F_BACKOFF] or default_backoff()
   if retry > #steps then retry = #steps end
   return steps[retry]
 end
@@ -111,17 +112,17 @@ end
 -- are used up or when dead is true, else it is due again delay (or its backoff step when delay
 -- is nil) after since. Returns 2 when the job went dead, 1 when it will be retried.
 local function fail(id, j, since, err, delay, dead)
-  redis.call('ZREM', K.reserved, id)
-  j[F.last_error] = err
-  j[F.lease] = nil
-  j[F.lease_deadline] = nil
+  redis.call('ZREM', RESERVED, id)
+  j[F_LAST_ERROR] = err
+  j[F_LEASE] = nil
+  j[F_LEASE_DEADLINE] = nil
   local outcome
-  if dead or j[F.attempts] > j[F.max_retries] then
+  if dead or j[F_ATTEMPTS] > j[F_MAX_RETRIES] then
     bury(id, j)
     outcome = 2
   else
     local prev = head_score()
-    local t = since + (delay or backoff_for(j, j[F.attempts]))
+    local t = since + (delay or backoff_for(j, j[F_ATTEMPTS]))
     schedule(id, j, t)
     notify_if_sooner(prev, t)
     outcome = 1
@@ -133,13 +134,13 @@ end
 -- expire_leases fails up to limit jobs whose lease deadline has passed; their backoff counts
 -- from the deadline, not from when this call noticed it.
 local function expire_leases(limit)
-  local ids = redis.call('ZRANGE', K.reserved, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
+  local ids = redis.call('ZRANGE', RESERVED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
   for _, id in ipairs(ids) do
     local j = load_job(id)
     if j then
-      fail(id, j, j[F.lease_deadline], 'ttr exceeded', nil, false)
+      fail(id, j, j[F_LEASE_DEADLINE], 'ttr exceeded', nil, false)
     else
-      redis.call('ZREM', K.reserved, id)
+      redis.call('ZREM', RESERVED, id)
     end
   end
   return #ids
@@ -147,16 +148,16 @@ end
 
 -- promote moves up to limit due jobs from delayed to their ready set.
 local function promote(limit)
-  local ids = redis.call('ZRANGE', K.delayed, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
+  local ids = redis.call('ZRANGE', DELAYED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
   if #ids == 0 then return 0 end
   for _, id in ipairs(ids) do
     local j = load_job(id)
     if j then
-      local set = j[F.callback] and K.ready_push or K.ready
-      redis.call('ZADD', set, ready_score(j[F.priority], run_at(j)), id)
+      local set = j[F_CALLBACK] and READY_PUSH or READY
+      redis.call('ZADD', set, ready_score(j[F_PRIORITY], run_at(j)), id)
     end
   end
-  redis.call('ZREM', K.delayed, unpack(ids))
+  redis.call('ZREM', DELAYED, unpack(ids))
   return #ids
 end
 
@@ -167,19 +168,19 @@ end
 
 -- reply is a job as scripts return it: a flat array in the order the Go store parses.
 local function reply(id, j)
-  local state = j[F.state]
-  if state == PENDING and run_at(j) <= NOW then state = 2 end
+  local state = j[F_STATE]
+  if state == S_PENDING and run_at(j) <= NOW then state = 2 end
   return {
-    id, state, j[F.format], j[F.priority], j[F.created], run_at(j), j[F.attempts],
-    j[F.max_retries], j[F.ttr], j[F.body], opt(j[F.backoff]), opt(j[F.callback]),
-    opt(j[F.last_error]), opt(j[F.lease]), opt(j[F.lease_deadline]), opt(j[F.died_at]),
+    id, state, j[F_FORMAT], j[F_PRIORITY], j[F_CREATED], run_at(j), j[F_ATTEMPTS],
+    j[F_MAX_RETRIES], j[F_TTR], j[F_BODY], opt(j[F_BACKOFF]), opt(j[F_CALLBACK]),
+    opt(j[F_LAST_ERROR]), opt(j[F_LEASE]), opt(j[F_LEASE_DEADLINE]), opt(j[F_DIED_AT]),
   }
 end
 
 -- owned returns the job when lease is its current, unexpired lease.
 local function owned(id, lease)
   local j = load_job(id)
-  if not j or j[F.state] ~= RESERVED or j[F.lease] ~= lease or j[F.lease_deadline] < NOW then
+  if not j or j[F_STATE] ~= S_RESERVED or j[F_LEASE] ~= lease or j[F_LEASE_DEADLINE] < NOW then
     return nil
   end
   return j

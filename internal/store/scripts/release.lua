@@ -5,10 +5,10 @@
 local id = ARGV[2]
 local j = owned(id, ARGV[3])
 if not j then return 0 end
-redis.call('ZREM', K.reserved, id)
-j[F.attempts] = j[F.attempts] - 1
-j[F.lease] = nil
-j[F.lease_deadline] = nil
+redis.call('ZREM', RESERVED, id)
+j[F_ATTEMPTS] = j[F_ATTEMPTS] - 1
+j[F_LEASE] = nil
+j[F_LEASE_DEADLINE] = nil
 local prev = head_score()
 schedule(id, j, NOW)
 save(id, j)

@@ -4,11 +4,11 @@
 local id = ARGV[2]
 local j = load_job(id)
 if not j then return {-1} end
-if j[F.state] ~= PENDING then return {0} end
+if j[F_STATE] ~= S_PENDING then return {0} end
 local t = tonumber(ARGV[4])
 if ARGV[3] == 'delay' then t = NOW + t end
-redis.call('ZREM', K.ready, id)
-redis.call('ZREM', K.ready_push, id)
+redis.call('ZREM', READY, id)
+redis.call('ZREM', READY_PUSH, id)
 local prev = head_score()
 schedule(id, j, t)
 save(id, j)

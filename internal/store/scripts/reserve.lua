@@ -10,8 +10,8 @@
 local limit = tonumber(ARGV[5])
 expire_leases(limit)
 promote(limit)
-local set = K.ready
-if ARGV[2] == 'push' then set = K.ready_push end
+local set = READY
+if ARGV[2] == 'push' then set = READY_PUSH end
 local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[3]) - 1)
 local out = {NOW, -1}
 if #ids > 0 then
@@ -20,14 +20,14 @@ if #ids > 0 then
   for _, id in ipairs(ids) do
     local j = load_job(id)
     if j then
-      local ttr = j[F.ttr]
+      local ttr = j[F_TTR]
       if ttr_override > 0 then ttr = ttr_override end
-      j[F.state] = RESERVED
-      j[F.attempts] = j[F.attempts] + 1
-      j[F.lease] = ARGV[4] .. '.' .. j[F.attempts]
-      j[F.lease_deadline] = NOW + ttr
+      j[F_STATE] = S_RESERVED
+      j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
+      j[F_LEASE] = ARGV[4] .. '.' .. j[F_ATTEMPTS]
+      j[F_LEASE_DEADLINE] = NOW + ttr
       save(id, j)
-      redis.call('ZADD', K.reserved, NOW + ttr, id)
+      redis.call('ZADD', RESERVED, NOW + ttr, id)
       out[#out + 1] = reply(id, j)
     end
   end
@@ -37,7 +37,7 @@ if redis.call('ZCARD', set) > 0 then
   upcoming = NOW
 else
   local d = head_score()
-  local r = redis.call('ZRANGE', K.reserved, 0, 0, 'WITHSCORES')
+  local r = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
   if d then upcoming = d end
   if #r > 0 and (upcoming == -1 or tonumber(r[2]) < upcoming) then upcoming = tonumber(r[2]) end
 end

@@ -2,9 +2,9 @@
 -- KEYS: see lib.lua. ARGV[1] clock offset.
 -- Returns {now, delayed, ready, reserved, dead, earliest pending due time or -1,
 --          earliest due time among ready jobs or -1}.
-local due_waiting = redis.call('ZCOUNT', K.delayed, '-inf', NOW)
-local delayed = redis.call('ZCARD', K.delayed) - due_waiting
-local ready = due_waiting + redis.call('ZCARD', K.ready) + redis.call('ZCARD', K.ready_push)
+local due_waiting = redis.call('ZCOUNT', DELAYED, '-inf', NOW)
+local delayed = redis.call('ZCARD', DELAYED) - due_waiting
+local ready = due_waiting + redis.call('ZCARD', READY) + redis.call('ZCARD', READY_PUSH)
 
 -- oldest_ready finds the earliest due time in a ready set: its scores group by priority, and the
 -- head of each group is that group's oldest, so it visits one member per priority present.
@@ -23,11 +23,11 @@ local function oldest_ready(set)
 end
 
 local oldest = -1
-for _, t in ipairs({oldest_ready(K.ready), oldest_ready(K.ready_push)}) do
+for _, t in ipairs({oldest_ready(READY), oldest_ready(READY_PUSH)}) do
   if t ~= -1 and (oldest == -1 or t < oldest) then oldest = t end
 end
 local head = head_score()
 if due_waiting > 0 and (oldest == -1 or head < oldest) then oldest = head end
 local earliest = oldest
 if head and (earliest == -1 or head < earliest) then earliest = head end
-return {NOW, delayed, ready, redis.call('ZCARD', K.reserved), redis.call('ZCARD', K.dead), earliest, oldest}
+return {NOW, delayed, ready, redis.call('ZCARD', RESERVED), redis.call('ZCARD', DEAD), earliest, oldest}

@@ -5,8 +5,8 @@ local id = ARGV[2]
 local j = owned(id, ARGV[3])
 if not j then return 0 end
 local ttr = tonumber(ARGV[4])
-if ttr <= 0 then ttr = j[F.ttr] end
-j[F.lease_deadline] = NOW + ttr
+if ttr <= 0 then ttr = j[F_TTR] end
+j[F_LEASE_DEADLINE] = NOW + ttr
 save(id, j)
-redis.call('ZADD', K.reserved, NOW + ttr, id)
+redis.call('ZADD', RESERVED, NOW + ttr, id)
 return NOW + ttr

@@ -1,0 +1,70 @@
+package httpapi
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq"
+)
+
+// topicCollector reads every topic's job counts from the store at scrape time.
+type topicCollector struct {
+	c       *delayq.Client
+	timeout time.Duration
+	log     *slog.Logger
+
+	jobs   *prometheus.Desc
+	oldest *prometheus.Desc
+	up     *prometheus.Desc
+}
+
+func newTopicCollector(c *delayq.Client, timeout time.Duration, log *slog.Logger) *topicCollector {
+	return &topicCollector{
+		c:       c,
+		timeout: timeout,
+		log:     log,
+		jobs: prometheus.NewDesc("delayq_jobs", "Jobs by topic and state, read from the store at scrape time.",
+			[]string{"topic", "state"}, nil),
+		oldest: prometheus.NewDesc("delayq_oldest_ready_seconds", "How long the oldest ready job of a topic has waited.",
+			[]string{"topic"}, nil),
+		up: prometheus.NewDesc("delayq_store_up", "1 when the scrape could read the store, else 0.", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (t *topicCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- t.jobs
+	ch <- t.oldest
+	ch <- t.up
+}
+
+// Collect implements prometheus.Collector. When the store cannot be read, it reports
+// delayq_store_up 0 and no per-topic series rather than failing the scrape.
+func (t *topicCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
+	defer cancel()
+	topics, err := bounded(ctx, t.c.Topics)
+	if err != nil {
+		t.log.Warn("httpapi: reading topic counts for metrics", "err", err)
+		ch <- prometheus.MustNewConstMetric(t.up, prometheus.GaugeValue, 0)
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(t.up, prometheus.GaugeValue, 1)
+	for _, s := range topics {
+		for _, c := range []struct {
+			state string
+			n     int64
+		}{
+			{string(delayq.StateDelayed), s.Delayed},
+			{string(delayq.StateReady), s.Ready},
+			{string(delayq.StateReserved), s.Reserved},
+			{string(delayq.StateDead), s.Dead},
+		} {
+			ch <- prometheus.MustNewConstMetric(t.jobs, prometheus.GaugeValue, float64(c.n), s.Name, c.state)
+		}
+		ch <- prometheus.MustNewConstMetric(t.oldest, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Name)
+	}
+}

@@ -1,0 +1,235 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/delayq/delayq"
+)
+
+// reserveRequest is the body of a reserve; nil fields take the defaults.
+type reserveRequest struct {
+	Max    *int64 `json:"max"`
+	WaitMs *int64 `json:"wait_ms"`
+	TTRMs  *int64 `json:"ttr_ms"`
+}
+
+// reserve is POST /v1/topics/{topic}/reserve. An empty body takes every default. The wait
+// ends early when the client goes away.
+func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
+	topic, err := topicParam(r)
+	if err != nil {
+		return err
+	}
+	var q reserveRequest
+	if err := readJSON(w, r, smallBytes, &q, true); err != nil {
+		return err
+	}
+	l := a.lim
+	o := delayq.ReserveOptions{Max: 1}
+	if q.Max != nil {
+		if err := inRange("max", *q.Max, 1, int64(l.MaxReserve)); err != nil {
+			return err
+		}
+		o.Max = int(*q.Max)
+	}
+	if q.WaitMs != nil {
+		if err := inRange("wait_ms", *q.WaitMs, 0, l.MaxWait.Milliseconds()); err != nil {
+			return err
+		}
+		o.Wait = ms(*q.WaitMs)
+	}
+	if q.TTRMs != nil {
+		if err := inRange("ttr_ms", *q.TTRMs, l.MinTTR.Milliseconds(), l.MaxTTR.Milliseconds()); err != nil {
+			return err
+		}
+		o.TTR = ms(*q.TTRMs)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), o.Wait+a.timeout)
+	defer cancel()
+	jobs, err := bounded(ctx, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) })
+	if err != nil {
+		return err
+	}
+	if a.m != nil && len(jobs) > 0 {
+		a.m.Delivered.WithLabelValues(topic, "pull").Add(float64(len(jobs)))
+		now := time.Now()
+		for _, j := range jobs {
+			a.m.Lateness.WithLabelValues("pull").Observe(max(now.Sub(j.RunAt), 0).Seconds())
+		}
+	}
+	a.writeJSON(w, http.StatusOK, struct {
+		Jobs []*jobJSON `json:"jobs"`
+	}{toJobsJSON(jobs, true)})
+	return nil
+}
+
+// leaseRequest is the body of ack and release.
+type leaseRequest struct {
+	Lease *string `json:"lease"`
+}
+
+// checkLease requires a lease token.
+func checkLease(lease *string) (string, error) {
+	if lease == nil || *lease == "" {
+		return "", invalidf("lease", "is required: the token that reserve returned")
+	}
+	return *lease, nil
+}
+
+// ack is POST /v1/topics/{topic}/jobs/{id}/ack.
+func (a *api) ack(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	var q leaseRequest
+	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
+		return err
+	}
+	lease, err := checkLease(q.Lease)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.Ack(ctx, topic, id, lease) }); err != nil {
+		return err
+	}
+	if a.m != nil {
+		a.m.Acked.WithLabelValues(topic).Inc()
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// release is POST /v1/topics/{topic}/jobs/{id}/release (an extension): the lease is given
+// back unfinished, the job is due again at once and the attempt does not count.
+func (a *api) release(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	var q leaseRequest
+	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
+		return err
+	}
+	lease, err := checkLease(q.Lease)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.Release(ctx, topic, id, lease) }); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// nackRequest is the body of a nack.
+type nackRequest struct {
+	Lease   *string `json:"lease"`
+	Error   *string `json:"error"`
+	DelayMs *int64  `json:"delay_ms"`
+	Dead    *bool   `json:"dead"`
+}
+
+// maxErrorText is how much of a nack's error text is kept, as the library keeps.
+const maxErrorText = 4096
+
+// nack is POST /v1/topics/{topic}/jobs/{id}/nack.
+func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	var q nackRequest
+	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
+		return err
+	}
+	lease, err := checkLease(q.Lease)
+	if err != nil {
+		return err
+	}
+	var o delayq.NackOptions
+	if q.DelayMs != nil {
+		if err := inRange("delay_ms", *q.DelayMs, 0, a.lim.MaxDelay.Milliseconds()); err != nil {
+			return err
+		}
+		d := ms(*q.DelayMs)
+		o.Delay = &d
+	}
+	if q.Error != nil {
+		o.Error = truncateUTF8(*q.Error, maxErrorText)
+	}
+	o.Dead = q.Dead != nil && *q.Dead
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	dead, err := bounded(ctx, func(ctx context.Context) (bool, error) { return a.c.Nack(ctx, topic, id, lease, o) })
+	if err != nil {
+		return err
+	}
+	if a.m != nil {
+		a.m.Nacked.WithLabelValues(topic).Inc()
+		if dead {
+			a.m.Dead.WithLabelValues(topic).Inc()
+		} else {
+			a.m.Retried.WithLabelValues(topic).Inc()
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// truncateUTF8 cuts s to at most n bytes without splitting a character.
+func truncateUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// touchRequest is the body of a touch.
+type touchRequest struct {
+	Lease *string `json:"lease"`
+	TTRMs *int64  `json:"ttr_ms"`
+}
+
+// touch is POST /v1/topics/{topic}/jobs/{id}/touch.
+func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	var q touchRequest
+	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
+		return err
+	}
+	lease, err := checkLease(q.Lease)
+	if err != nil {
+		return err
+	}
+	var ttr time.Duration
+	if q.TTRMs != nil {
+		if err := inRange("ttr_ms", *q.TTRMs, a.lim.MinTTR.Milliseconds(), a.lim.MaxTTR.Milliseconds()); err != nil {
+			return err
+		}
+		ttr = ms(*q.TTRMs)
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	deadline, err := bounded(ctx, func(ctx context.Context) (time.Time, error) { return a.c.Touch(ctx, topic, id, lease, ttr) })
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, http.StatusOK, struct {
+		LeaseDeadline string `json:"lease_deadline"`
+	}{formatTime(deadline)})
+	return nil
+}

@@ -1,0 +1,146 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"syscall"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+)
+
+// Error codes of the API; each has one HTTP status (codeStatus).
+const (
+	codeInvalid          = "invalid_argument"
+	codeUnauthenticated  = "unauthenticated"
+	codePermission       = "permission_denied"
+	codeNotFound         = "not_found"
+	codeExists           = "already_exists"
+	codeLeaseLost        = "lease_lost"
+	codePrecondition     = "failed_precondition"
+	codeTooLarge         = "payload_too_large"
+	codeMediaType        = "unsupported_media_type"
+	codeUnavailable      = "unavailable"
+	codeInternal         = "internal"
+	codeMethodNotAllowed = "method_not_allowed" // an extension: wrong method on a known path
+)
+
+// codeStatus is the status of each code.
+var codeStatus = map[string]int{
+	codeInvalid:          http.StatusBadRequest,
+	codeUnauthenticated:  http.StatusUnauthorized,
+	codePermission:       http.StatusForbidden,
+	codeNotFound:         http.StatusNotFound,
+	codeExists:           http.StatusConflict,
+	codeLeaseLost:        http.StatusConflict,
+	codePrecondition:     http.StatusConflict,
+	codeTooLarge:         http.StatusRequestEntityTooLarge,
+	codeMediaType:        http.StatusUnsupportedMediaType,
+	codeUnavailable:      http.StatusServiceUnavailable,
+	codeInternal:         http.StatusInternalServerError,
+	codeMethodNotAllowed: http.StatusMethodNotAllowed,
+}
+
+// apiError is an error the handler decides itself, with its code and status.
+type apiError struct {
+	status int
+	code   string
+	msg    string
+}
+
+func (e *apiError) Error() string { return e.msg }
+
+// errorBody is the "error" member of an error response, and of a failed batch item.
+type errorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// sentinels maps the library's errors to codes; it is the one table of that mapping.
+var sentinels = []struct {
+	err  error
+	code string
+}{
+	{delayq.ErrNotFound, codeNotFound},
+	{delayq.ErrExists, codeExists},
+	{delayq.ErrLeaseLost, codeLeaseLost},
+	{delayq.ErrWrongState, codePrecondition},
+	{delayq.ErrClosed, codeUnavailable},
+}
+
+// classify turns any error into the API's code and message. The bool reports an internal
+// error, whose cause is logged but not shown.
+func classify(err error) (body errorBody, internal bool) {
+	var ae *apiError
+	if errors.As(err, &ae) {
+		return errorBody{ae.code, ae.msg}, false
+	}
+	var inv *delayq.InvalidError
+	if errors.As(err, &inv) {
+		return errorBody{codeInvalid, fmt.Sprintf("invalid %s: %s", inv.Field, inv.Reason)}, false
+	}
+	if errors.Is(err, delayq.ErrInvalid) {
+		return errorBody{codeInvalid, err.Error()}, false
+	}
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			return errorBody{s.code, err.Error()}, false
+		}
+	}
+	if unavailable(err) {
+		return errorBody{codeUnavailable, "the store cannot be reached: " + err.Error()}, false
+	}
+	return errorBody{codeInternal, "internal error"}, true
+}
+
+// unavailable reports whether err says the store cannot be reached or cannot serve now:
+// a timeout, a refused or broken connection, an empty pool, or a Redis that is loading, read
+// only, failing over or out of memory.
+func unavailable(err error) bool {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted),
+		errors.Is(err, redis.ErrClosed),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed),
+		errors.As(err, &netErr):
+		return true
+	}
+	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
+		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
+		redis.IsOOMError(err) || redis.IsNoReplicasError(err) || redis.HasErrorPrefix(err, "BUSY")
+}
+
+// writeError writes err as the API's error body with its status.
+func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	body, internal := classify(err)
+	if internal {
+		a.log.Error("httpapi: request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	} else if body.Code == codeUnavailable && r.Context().Err() == nil {
+		a.log.Warn("httpapi: store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	a.writeJSON(w, codeStatus[body.Code], struct {
+		Error errorBody `json:"error"`
+	}{body})
+}
+
+// itemError is err as a failed batch item; internal errors are logged.
+func (a *api) itemError(r *http.Request, err error) *errorBody {
+	body, internal := classify(err)
+	if internal {
+		a.log.Error("httpapi: batch item failed", "path", r.URL.Path, "err", err)
+	}
+	return &body
+}
+
+// invalidf returns the library's validation error for field.
+func invalidf(field, format string, args ...any) error {
+	return &delayq.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}

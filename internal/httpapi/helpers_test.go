@@ -1,0 +1,259 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/metrics"
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+// testLimits are small enough that size limits are cheap to hit.
+var testLimits = delayq.Limits{MaxBody: 1024}
+
+// testBatchBytes is the batch request limit of the test servers.
+const testBatchBytes = 200_000
+
+// env is a delayq Client on a redis-server of its own, served twice: at url with push delivery
+// disabled, and at pushURL with a callback check that refuses the host "forbidden.example".
+type env struct {
+	t       testing.TB
+	redis   *redistest.Server
+	client  *delayq.Client
+	handler http.Handler
+	url     string
+	pushURL string
+	http    *http.Client
+}
+
+// newEnv starts an env; edit changes the Config of the url server.
+func newEnv(t testing.TB, edit func(*Config)) *env {
+	t.Helper()
+	srv := redistest.Standalone(t)
+	rdb := srv.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := delayq.New(ctx, rdb, delayq.Config{Limits: testLimits, Logger: logger})
+	if err != nil {
+		t.Fatalf("delayq.New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+
+	reg := prometheus.NewRegistry()
+	cfg := Config{
+		Client:        c,
+		Limits:        testLimits,
+		MaxBatchBytes: testBatchBytes,
+		Metrics:       metrics.New(reg),
+		Registry:      reg,
+		Redis:         rdb,
+		Logger:        logger,
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	h, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	push := cfg
+	push.Registry, push.Metrics, push.Tokens = prometheus.NewRegistry(), nil, nil
+	push.CheckCallback = func(ctx context.Context, raw string) error {
+		if strings.Contains(raw, "forbidden.example") {
+			return errors.New("callback_url resolves to a private address")
+		}
+		return nil
+	}
+	ph, err := New(push)
+	if err != nil {
+		t.Fatalf("New (push): %v", err)
+	}
+	hs := httptest.NewServer(h)
+	t.Cleanup(hs.Close)
+	ps := httptest.NewServer(ph)
+	t.Cleanup(ps.Close)
+	client := hs.Client()
+	client.Timeout = 30 * time.Second
+	return &env{t: t, redis: srv, client: c, handler: h, url: hs.URL, pushURL: ps.URL, http: client}
+}
+
+// response is what a request got.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// raw sends a request to base+path with the given content type (none when empty) and body.
+func (e *env) raw(base, method, path, ctype, body string, header ...string) response {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatalf("%s %s: reading the response: %v", method, path, err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// call sends v (nil: no body) as JSON to the url server.
+func (e *env) call(method, path string, v any) response {
+	e.t.Helper()
+	if v == nil {
+		return e.raw(e.url, method, path, "", "")
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		e.t.Fatalf("marshal: %v", err)
+	}
+	return e.raw(e.url, method, path, "application/json", string(data))
+}
+
+// want fails the test unless r has status; it returns r for chaining.
+func (r response) want(t testing.TB, status int) response {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d; body: %s", r.status, status, r.body)
+	}
+	return r
+}
+
+// wantError fails the test unless r is an error body with status and code.
+func (r response) wantError(t testing.TB, status int, code string) errorBody {
+	t.Helper()
+	r.want(t, status)
+	if ct := r.header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("Content-Type %q, want application/json", ct)
+	}
+	var body struct {
+		Error errorBody `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(r.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		t.Fatalf("error body %s: %v", r.body, err)
+	}
+	if body.Error.Code != code || body.Error.Message == "" {
+		t.Fatalf("error %+v, want code %q with a message", body.Error, code)
+	}
+	return body.Error
+}
+
+// decode decodes r's JSON body into a T.
+func decode[T any](t testing.TB, r response) T {
+	t.Helper()
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("decoding %s: %v", r.body, err)
+	}
+	return v
+}
+
+// testJob is a job as a client reads it.
+type testJob struct {
+	Topic         string          `json:"topic"`
+	ID            string          `json:"id"`
+	State         string          `json:"state"`
+	Body          json.RawMessage `json:"body"`
+	BodyBase64    *string         `json:"body_base64"`
+	RunAt         string          `json:"run_at"`
+	CreatedAt     string          `json:"created_at"`
+	Attempts      int             `json:"attempts"`
+	MaxRetries    int             `json:"max_retries"`
+	TTRMs         int64           `json:"ttr_ms"`
+	BackoffMs     []int64         `json:"backoff_ms"`
+	Priority      int             `json:"priority"`
+	CallbackURL   string          `json:"callback_url"`
+	LastError     string          `json:"last_error"`
+	LeaseDeadline string          `json:"lease_deadline"`
+	Lease         string          `json:"lease"`
+	DiedAt        string          `json:"died_at"`
+}
+
+// enqueue enqueues v into topic and returns the job.
+func (e *env) enqueue(topic string, v any) testJob {
+	e.t.Helper()
+	return decode[testJob](e.t, e.call("POST", "/v1/topics/"+topic+"/jobs", v).want(e.t, http.StatusCreated))
+}
+
+// reserve reserves with v and returns the jobs.
+func (e *env) reserve(topic string, v any) []testJob {
+	e.t.Helper()
+	r := e.call("POST", "/v1/topics/"+topic+"/reserve", v).want(e.t, http.StatusOK)
+	return decode[struct {
+		Jobs []testJob `json:"jobs"`
+	}](e.t, r).Jobs
+}
+
+// reserveOne reserves exactly one job.
+func (e *env) reserveOne(topic string, v any) testJob {
+	e.t.Helper()
+	jobs := e.reserve(topic, v)
+	if len(jobs) != 1 {
+		e.t.Fatalf("reserve got %d jobs, want 1", len(jobs))
+	}
+	return jobs[0]
+}
+
+// get returns a job.
+func (e *env) get(topic, id string) testJob {
+	e.t.Helper()
+	return decode[testJob](e.t, e.call("GET", "/v1/topics/"+topic+"/jobs/"+id, nil).want(e.t, http.StatusOK))
+}
+
+// parseTime parses an API time, which must have exactly millisecond precision in UTC.
+func parseTime(t testing.TB, v string) time.Time {
+	t.Helper()
+	if len(v) != len("2006-01-02T15:04:05.000Z") || !strings.HasSuffix(v, "Z") || v[19] != '.' {
+		t.Fatalf("time %q is not RFC 3339 UTC with milliseconds", v)
+	}
+	tm, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		t.Fatalf("time %q: %v", v, err)
+	}
+	return tm
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

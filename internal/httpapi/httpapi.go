@@ -1,0 +1,273 @@
+// Package httpapi serves delayq's HTTP API, v1: producing, consuming (pull), dead letters and
+// operating endpoints, health checks, Prometheus metrics and the API's OpenAPI document.
+//
+// Every route lives in one table (routes), which both the router and the OpenAPI document's
+// test read, so that the document and the server cannot drift apart.
+package httpapi
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/metrics"
+)
+
+// Config configures the API handler.
+type Config struct {
+	// Client does every store operation. Required.
+	Client *delayq.Client
+	// Limits are the limits the Client was built with; zero fields take delayq's defaults.
+	// Requests are validated against them before anything is stored.
+	Limits delayq.Limits
+	// MaxBatchBytes bounds the size of a batch enqueue request. Defaults to 32 MiB, or the size
+	// of one job request when that is larger, and never more than MaxBatch job requests.
+	MaxBatchBytes int64
+	// Tokens, when non-empty, makes every /v1/ request need "Authorization: Bearer <token>"
+	// with one of them. /, /healthz, /readyz and /metrics never need a token.
+	Tokens []string
+	// Metrics counts jobs enqueued, delivered, acked, nacked, retried, dead and cancelled through
+	// the API. Nil counts nothing.
+	Metrics *metrics.Metrics
+	// Registry is served at /metrics; the handler registers on it a collector of per-topic,
+	// per-state job gauges read at scrape time. Defaults to a new registry of its own.
+	Registry *prometheus.Registry
+	// CheckCallback vets each callback_url at enqueue (for example, refusing private
+	// addresses); its error refuses the job with its text. Nil means push delivery is disabled,
+	// and any job with a callback_url is refused.
+	CheckCallback func(ctx context.Context, rawURL string) error
+	// RequestTimeout bounds every store call, beyond a reserve's wait, so that a hung or absent
+	// Redis gives 503 unavailable instead of a hung request. Defaults to 5s.
+	RequestTimeout time.Duration
+	// Redis, when set, is what /readyz sends PING to. Nil: /readyz reads the topic registry
+	// through Client instead.
+	Redis redis.UniversalClient
+	// Logger receives internal errors. Defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+// api is the handler's state; its methods are the route handlers.
+type api struct {
+	c          *delayq.Client
+	lim        delayq.Limits
+	tokens     [][sha256.Size]byte
+	m          *metrics.Metrics
+	reg        *prometheus.Registry
+	check      func(ctx context.Context, rawURL string) error
+	timeout    time.Duration
+	redis      redis.UniversalClient
+	log        *slog.Logger
+	jobBytes   int64 // request limit of one enqueue
+	batchBytes int64 // request limit of a batch enqueue
+	mux        *http.ServeMux
+	metricsH   http.Handler
+}
+
+// New returns the API handler.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("httpapi: Config.Client is required")
+	}
+	if cfg.RequestTimeout < 0 {
+		return nil, fmt.Errorf("httpapi: RequestTimeout %v is negative", cfg.RequestTimeout)
+	}
+	if cfg.MaxBatchBytes < 0 {
+		return nil, fmt.Errorf("httpapi: MaxBatchBytes %d is negative", cfg.MaxBatchBytes)
+	}
+	a := &api{
+		c:       cfg.Client,
+		lim:     withDefaults(cfg.Limits),
+		m:       cfg.Metrics,
+		reg:     cfg.Registry,
+		check:   cfg.CheckCallback,
+		timeout: cfg.RequestTimeout,
+		redis:   cfg.Redis,
+		log:     cfg.Logger,
+	}
+	for i, tok := range cfg.Tokens {
+		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+			return nil, fmt.Errorf("httpapi: token %d is empty or has white space", i)
+		}
+		a.tokens = append(a.tokens, sha256.Sum256([]byte(tok)))
+	}
+	if a.timeout == 0 {
+		a.timeout = 5 * time.Second
+	}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
+	if a.reg == nil {
+		a.reg = prometheus.NewRegistry()
+	}
+	if err := a.reg.Register(newTopicCollector(a.c, a.timeout, a.log)); err != nil {
+		return nil, fmt.Errorf("httpapi: registering the topic collector: %w", err)
+	}
+	a.metricsH = promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(a.log.Handler(), slog.LevelError),
+		ErrorHandling: promhttp.ContinueOnError,
+	})
+	a.jobBytes = jobRequestBytes(a.lim)
+	a.batchBytes = batchRequestBytes(a.lim, a.jobBytes, cfg.MaxBatchBytes)
+	a.mux = http.NewServeMux()
+	for _, rt := range routes() {
+		a.mux.Handle(rt.pattern(), a.wrap(rt.handle))
+	}
+	return a, nil
+}
+
+// withDefaults fills the zero fields of l as delayq.New does.
+func withDefaults(l delayq.Limits) delayq.Limits {
+	def := func(v, d int) int {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	defD := func(v, d time.Duration) time.Duration {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	l.MaxBody = def(l.MaxBody, 1<<20)
+	l.MaxDelay = defD(l.MaxDelay, 10*365*24*time.Hour)
+	l.MinTTR = defD(l.MinTTR, 100*time.Millisecond)
+	l.MaxTTR = defD(l.MaxTTR, 24*time.Hour)
+	l.MaxRetries = def(l.MaxRetries, 1000)
+	l.MaxBatch = def(l.MaxBatch, 1000)
+	l.MaxReserve = def(l.MaxReserve, 1000)
+	l.MaxWait = defD(l.MaxWait, 60*time.Second)
+	return l
+}
+
+// jobOverhead is room in an enqueue request for everything but the body: id, times, backoff
+// steps, callback URL and JSON punctuation, escapes included.
+const jobOverhead = 64 << 10
+
+// jobRequestBytes is the request limit of one enqueue: the body limit as base64 (the larger of
+// its two spellings) plus the other fields.
+func jobRequestBytes(l delayq.Limits) int64 {
+	return int64((l.MaxBody+2)/3*4) + jobOverhead
+}
+
+// batchRequestBytes bounds a batch request: explicit, else 32 MiB (at least one job's worth),
+// and never more than a full batch of the largest jobs.
+func batchRequestBytes(l delayq.Limits, job, explicit int64) int64 {
+	n := explicit
+	if n == 0 {
+		n = max(job, 32<<20)
+	}
+	return min(n, job*int64(l.MaxBatch)+jobOverhead)
+}
+
+// handlerFunc is a route handler; a returned error is written as the API's error body.
+type handlerFunc func(a *api, w http.ResponseWriter, r *http.Request) error
+
+// wrap turns a route handler into an http.Handler that writes its error.
+func (a *api) wrap(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(a, w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	})
+}
+
+// ServeHTTP authenticates /v1/ requests, routes them, and answers unknown routes and methods
+// with the API's error body instead of the router's plain text.
+func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			a.log.Error("httpapi: handler panicked", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+			a.writeError(w, r, fmt.Errorf("panic: %v", v))
+		}
+	}()
+	if strings.HasPrefix(r.URL.Path, "/v1/") && len(a.tokens) > 0 && !a.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="delayq"`)
+		a.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated,
+			msg: "this server needs an API token: Authorization: Bearer <token>"})
+		return
+	}
+	h, pattern := a.mux.Handler(r)
+	if pattern != "" {
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	// The router's own answer: not found, method not allowed, or a redirect to a clean path.
+	cw := &captureWriter{header: http.Header{}}
+	h.ServeHTTP(cw, r)
+	switch cw.status {
+	case http.StatusNotFound:
+		a.writeError(w, r, &apiError{status: http.StatusNotFound, code: codeNotFound,
+			msg: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)})
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", cw.header.Get("Allow"))
+		a.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+			msg: fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, cw.header.Get("Allow"))})
+	default:
+		for k, v := range cw.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(cw.status)
+		_, _ = w.Write(cw.body)
+	}
+}
+
+// authorized reports whether r carries one of the tokens. Every token is compared, each in
+// constant time over its SHA-256, so the time taken tells nothing about the tokens.
+func (a *api) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return false
+	}
+	got := sha256.Sum256([]byte(tok))
+	match := 0
+	for _, want := range a.tokens {
+		match |= subtle.ConstantTimeCompare(got[:], want[:])
+	}
+	return match == 1
+}
+
+// captureWriter keeps what the router's fallback handlers write.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+
+func (c *captureWriter) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	c.body = append(c.body, b...)
+	return len(b), nil
+}
+
+// storeContext bounds a store call made for r.
+func (a *api) storeContext(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(r.Context(), a.timeout)
+}

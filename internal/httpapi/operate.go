@@ -1,0 +1,116 @@
+package httpapi
+
+import (
+	"context"
+	_ "embed"
+	"net/http"
+	"time"
+
+	"github.com/delayq/delayq"
+)
+
+// openAPIDoc is the API's OpenAPI 3 document, served at /v1/openapi.json.
+//
+//go:embed openapi.json
+var openAPIDoc []byte
+
+// readyTimeout bounds the store check of /readyz.
+const readyTimeout = time.Second
+
+// rootPage is served at / until the dashboard replaces it.
+const rootPage = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>delayq</title></head>
+<body>
+<h1>delayq</h1>
+<p>A distributed delay queue on Redis.</p>
+<ul>
+<li><a href="/v1/openapi.json">HTTP API (OpenAPI 3 document)</a></li>
+<li><a href="/v1/topics">Topics</a></li>
+<li><a href="/metrics">Metrics</a></li>
+<li><a href="/readyz">Readiness</a></li>
+</ul>
+</body>
+</html>
+`
+
+// root is GET /.
+func (a *api) root(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write([]byte(rootPage))
+	return nil
+}
+
+// healthz is GET /healthz: the process runs.
+func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
+	a.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	return nil
+}
+
+// readyz is GET /readyz: the store answers within readyTimeout.
+func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, a.timeout))
+	defer cancel()
+	err := boundedErr(ctx, func(ctx context.Context) error {
+		if a.redis != nil {
+			return a.redis.Ping(ctx).Err()
+		}
+		_, err := a.c.TopicNames(ctx)
+		return err
+	})
+	if err != nil {
+		a.writeJSON(w, http.StatusServiceUnavailable, struct {
+			Error errorBody `json:"error"`
+		}{errorBody{codeUnavailable, "the store does not answer: " + err.Error()}})
+		return nil
+	}
+	a.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return nil
+}
+
+// metrics is GET /metrics, in Prometheus text format.
+func (a *api) metrics(w http.ResponseWriter, r *http.Request) error {
+	a.metricsH.ServeHTTP(w, r)
+	return nil
+}
+
+// openAPI is GET /v1/openapi.json.
+func (a *api) openAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(openAPIDoc)
+	return nil
+}
+
+// listTopics is GET /v1/topics.
+func (a *api) listTopics(w http.ResponseWriter, r *http.Request) error {
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	stats, err := bounded(ctx, a.c.Topics)
+	if err != nil {
+		return err
+	}
+	out := make([]topicJSON, 0, len(stats))
+	for i := range stats {
+		out = append(out, toTopicJSON(&stats[i]))
+	}
+	a.writeJSON(w, http.StatusOK, struct {
+		Topics []topicJSON `json:"topics"`
+	}{out})
+	return nil
+}
+
+// getTopic is GET /v1/topics/{topic}.
+func (a *api) getTopic(w http.ResponseWriter, r *http.Request) error {
+	topic, err := topicParam(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	s, err := bounded(ctx, func(ctx context.Context) (*delayq.TopicStats, error) { return a.c.Stats(ctx, topic) })
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, http.StatusOK, toTopicJSON(s))
+	return nil
+}

@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/delayq/delayq"
+)
+
+// topicParam returns the {topic} path value, validated.
+func topicParam(r *http.Request) (string, error) {
+	topic := r.PathValue("topic")
+	return topic, delayq.ValidateTopic(topic)
+}
+
+// jobParams returns the {topic} and {id} path values, validated. The router unescapes them,
+// so ids may hold any character that is escaped in the URL.
+func jobParams(r *http.Request) (topic, id string, err error) {
+	if topic, err = topicParam(r); err != nil {
+		return "", "", err
+	}
+	id = r.PathValue("id")
+	return topic, id, delayq.ValidateID(id)
+}
+
+// enqueue is POST /v1/topics/{topic}/jobs.
+func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
+	topic, err := topicParam(r)
+	if err != nil {
+		return err
+	}
+	var q enqueueRequest
+	if err := readJSON(w, r, a.jobBytes, &q, false); err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	s, err := a.spec(ctx, &q, a.newCallbackChecker())
+	if err != nil {
+		return err
+	}
+	job, err := bounded(ctx, func(ctx context.Context) (*delayq.Job, error) { return a.c.Enqueue(ctx, topic, s) })
+	if err != nil {
+		return err
+	}
+	if a.m != nil {
+		a.m.Enqueued.WithLabelValues(topic).Inc()
+	}
+	a.writeJSON(w, http.StatusCreated, toJobJSON(job))
+	return nil
+}
+
+// batchRequest is the body of a batch enqueue. Items are decoded one by one, so that a bad
+// item fails alone.
+type batchRequest struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+// batchResult is one item of a batch response: the job, or why it was not added.
+type batchResult struct {
+	Job   *jobJSON   `json:"job,omitempty"`
+	Error *errorBody `json:"error,omitempty"`
+}
+
+// enqueueBatch is POST /v1/topics/{topic}/jobs/batch.
+func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
+	topic, err := topicParam(r)
+	if err != nil {
+		return err
+	}
+	var q batchRequest
+	if err := readJSON(w, r, a.batchBytes, &q, false); err != nil {
+		return err
+	}
+	if len(q.Jobs) == 0 || len(q.Jobs) > a.lim.MaxBatch {
+		return invalidf("jobs", "a batch holds 1 to %d jobs, got %d", a.lim.MaxBatch, len(q.Jobs))
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	results := make([]batchResult, len(q.Jobs))
+	var specs []delayq.Spec
+	var origin []int
+	cb := a.newCallbackChecker()
+	for i, raw := range q.Jobs {
+		var item enqueueRequest
+		err := decodeStrict(raw, &item)
+		var s delayq.Spec
+		if err == nil {
+			s, err = a.spec(ctx, &item, cb)
+		}
+		if err != nil {
+			results[i].Error = a.itemError(r, err)
+			continue
+		}
+		specs = append(specs, s)
+		origin = append(origin, i)
+	}
+	if len(specs) > 0 {
+		res, err := bounded(ctx, func(ctx context.Context) ([]delayq.BatchResult, error) {
+			return a.c.EnqueueBatch(ctx, topic, specs)
+		})
+		if err != nil {
+			return err
+		}
+		added := 0
+		for k, br := range res {
+			i := origin[k]
+			if br.Err != nil {
+				results[i].Error = a.itemError(r, br.Err)
+				continue
+			}
+			results[i].Job = toJobJSON(br.Job)
+			added++
+		}
+		if a.m != nil && added > 0 {
+			a.m.Enqueued.WithLabelValues(topic).Add(float64(added))
+		}
+	}
+	a.writeJSON(w, http.StatusOK, struct {
+		Results []batchResult `json:"results"`
+	}{results})
+	return nil
+}
+
+// getJob is GET /v1/topics/{topic}/jobs/{id}.
+func (a *api) getJob(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	job, err := bounded(ctx, func(ctx context.Context) (*delayq.Job, error) { return a.c.Get(ctx, topic, id) })
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, http.StatusOK, toJobJSON(job))
+	return nil
+}
+
+// cancelJob is DELETE /v1/topics/{topic}/jobs/{id}.
+func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.Cancel(ctx, topic, id) }); err != nil {
+		return err
+	}
+	if a.m != nil {
+		a.m.Cancelled.WithLabelValues(topic).Inc()
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}: one of its fields.
+type rescheduleRequest struct {
+	DelayMs *int64  `json:"delay_ms"`
+	RunAt   *string `json:"run_at"`
+}
+
+// reschedule is PATCH /v1/topics/{topic}/jobs/{id}.
+func (a *api) reschedule(w http.ResponseWriter, r *http.Request) error {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return err
+	}
+	var q rescheduleRequest
+	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
+		return err
+	}
+	var delay time.Duration
+	var at time.Time
+	switch {
+	case q.DelayMs != nil && q.RunAt != nil:
+		return invalidf("run_at", "give delay_ms or run_at, not both")
+	case q.DelayMs != nil:
+		if err := inRange("delay_ms", *q.DelayMs, 0, a.lim.MaxDelay.Milliseconds()); err != nil {
+			return err
+		}
+		delay = ms(*q.DelayMs)
+	case q.RunAt != nil:
+		if at, err = parseRunAt(*q.RunAt, a.lim.MaxDelay); err != nil {
+			return err
+		}
+	default:
+		return invalidf("delay_ms", "give delay_ms or run_at")
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	job, err := bounded(ctx, func(ctx context.Context) (*delayq.Job, error) {
+		if q.DelayMs != nil {
+			return a.c.Reschedule(ctx, topic, id, delay)
+		}
+		return a.c.RescheduleAt(ctx, topic, id, at)
+	})
+	if err != nil {
+		return err
+	}
+	a.writeJSON(w, http.StatusOK, toJobJSON(job))
+	return nil
+}
