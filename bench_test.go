@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -23,9 +24,11 @@ func newBenchClient(b *testing.B) (*Client, redis.UniversalClient) {
 	return newClientOn(b, rdb, Config{}), rdb
 }
 
+// BenchmarkEnqueue runs 16 producers (8 per core on 2 cores) calling Enqueue one job at a time.
 func BenchmarkEnqueue(b *testing.B) {
 	c, _ := newBenchClient(b)
 	ctx := context.Background()
+	b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := c.Enqueue(ctx, "bench", Spec{Body: body100, Delay: time.Hour}); err != nil {
@@ -70,6 +73,7 @@ func BenchmarkReserveAck(b *testing.B) {
 	}
 	var left atomic.Int64
 	left.Store(int64(b.N))
+	b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

@@ -121,6 +121,9 @@ type Client struct {
 	log   *slog.Logger
 	newID func() string // makes the ids of jobs enqueued without one
 
+	enqueuer *coalescer[enqueueReq, enqueueRes]
+	acker    *coalescer[ackReq, error]
+
 	mu     sync.Mutex
 	topics map[string]*topicState
 	closed bool
@@ -152,6 +155,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		topics: make(map[string]*topicState),
 		stop:   make(chan struct{}),
 	}
+	// Two flushes in flight: one being served by Redis while the next one fills.
+	c.enqueuer = newCoalescer(cfg.Limits.MaxBatch, 2, c.flushEnqueues)
+	c.acker = newCoalescer(cfg.Limits.MaxBatch, 2, c.flushAcks)
 	if err := c.checkServer(ctx); err != nil {
 		return nil, err
 	}

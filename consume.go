@@ -114,13 +114,17 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 }
 
 // Ack marks a reserved job done and removes it. A lease that is not the job's current one is
-// ErrLeaseLost, and the job is left as it is.
+// ErrLeaseLost, and the job is left as it is. Concurrent calls share round trips to Redis.
 func (c *Client) Ack(ctx context.Context, topic, id, lease string) error {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
 		return err
 	}
-	return c.store.Ack(ctx, p, id, lease)
+	err, ok := c.acker.do(ctx, ackReq{part: p, lease: store.Lease{ID: id, Token: lease}})
+	if !ok {
+		return ctx.Err()
+	}
+	return err
 }
 
 // NackOptions say how a failed attempt is retried.

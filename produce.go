@@ -10,13 +10,33 @@ import (
 )
 
 // Enqueue adds one job to topic. Once it returns nil, the job is stored and will be delivered at
-// least once unless cancelled. A duplicate id is ErrExists and changes nothing.
+// least once unless cancelled. A duplicate id is ErrExists and changes nothing. Concurrent calls
+// share round trips to Redis.
 func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
-	res, err := c.EnqueueBatch(ctx, topic, []Spec{s})
+	if err := ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	j, err := c.cfg.Limits.toNewJob(s, c.newID)
 	if err != nil {
 		return nil, err
 	}
-	return res[0].Job, res[0].Err
+	n, err := c.partitions(ctx, topic, true)
+	if err != nil {
+		return nil, err
+	}
+	for try := 0; ; try++ {
+		part := c.store.Partition(topic, keys.PartitionOf(j.ID, n))
+		res, ok := c.enqueuer.do(ctx, enqueueReq{topic: topic, part: part, job: j})
+		if !ok {
+			return nil, ctx.Err()
+		}
+		// A generated id can collide with one another process drew in the same millisecond.
+		if errors.Is(res.err, ErrExists) && s.ID == "" && try < 3 {
+			j.ID = c.newID()
+			continue
+		}
+		return res.job, res.err
+	}
 }
 
 // BatchResult is the outcome of one job of a batch: the job, or why it was not added.
@@ -83,43 +103,17 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 	return results, nil
 }
 
-type addResult struct {
-	job *Job
-	err error
-}
-
 // add stores jobs with one script call per partition, all in one round trip, and returns each
 // job's outcome in order.
-func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob) ([]addResult, error) {
-	byPart := map[int][]int{} // partition → positions in jobs
+func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob) ([]enqueueRes, error) {
+	reqs := make([]enqueueReq, len(jobs))
 	for k, j := range jobs {
-		p := keys.PartitionOf(j.ID, n)
-		byPart[p] = append(byPart[p], k)
+		reqs[k] = enqueueReq{topic: topic, part: c.store.Partition(topic, keys.PartitionOf(j.ID, n)), job: j}
 	}
-	parts := make([]keys.Partition, 0, len(byPart))
-	groups := make([][]store.NewJob, 0, len(byPart))
-	positions := make([][]int, 0, len(byPart))
-	for p, ks := range byPart {
-		group := make([]store.NewJob, len(ks))
-		for i, k := range ks {
-			group[i] = jobs[k]
-		}
-		parts = append(parts, c.store.Partition(topic, p))
-		groups = append(groups, group)
-		positions = append(positions, ks)
-	}
-	nows, added, err := c.store.EnqueueMany(ctx, parts, groups)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]addResult, len(jobs))
-	for g, ks := range positions {
-		for i, k := range ks {
-			if err := added[g][i].Err; err != nil {
-				out[k].err = err
-				continue
-			}
-			out[k].job = newJob(topic, jobs[k], nows[g], added[g][i].RunAtMs)
+	out := c.flushEnqueues(ctx, reqs)
+	for _, r := range out {
+		if r.err != nil && !errors.Is(r.err, ErrExists) {
+			return nil, r.err // the round trip failed: the batch as a whole
 		}
 	}
 	return out, nil

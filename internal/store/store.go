@@ -238,16 +238,36 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, lane Lane, max in
 	return r, err
 }
 
-// Ack removes a reserved job held under lease.
-func (s *Store) Ack(ctx context.Context, p keys.Partition, id, lease string) error {
-	n, err := s.run(ctx, ackScript, p, id, lease).Int64()
+// Lease names a leased job.
+type Lease struct{ ID, Token string }
+
+// AckMany removes reserved jobs, one script call per partition, all in one round trip, and
+// returns for each lease nil or ErrLeaseLost, in order.
+func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]Lease) ([][]error, error) {
+	cmds, err := s.pipelined(ctx, ackScript, len(parts), func(i int) (keys.Partition, []any) {
+		args := make([]any, 0, 2*len(leases[i]))
+		for _, l := range leases[i] {
+			args = append(args, l.ID, l.Token)
+		}
+		return parts[i], args
+	})
 	if err != nil {
-		return fmt.Errorf("delayq: ack: %w", err)
+		return nil, err
 	}
-	if n == 0 {
-		return ErrLeaseLost
+	out := make([][]error, len(parts))
+	for i, cmd := range cmds {
+		acked, err := cmd.Int64Slice()
+		if err != nil || len(acked) != len(leases[i]) {
+			return nil, fmt.Errorf("delayq: ack: %d results for %d leases: %w", len(acked), len(leases[i]), err)
+		}
+		out[i] = make([]error, len(acked))
+		for k, a := range acked {
+			if a == 0 {
+				out[i][k] = ErrLeaseLost
+			}
+		}
 	}
-	return nil
+	return out, nil
 }
 
 // Nack ends a leased attempt as failed. delayMs < 0 means the job's backoff step. It reports

@@ -1,8 +1,16 @@
--- ack.lua: a reserved job is done; remove it.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id; ARGV[3] lease.
--- Returns 1 when acked, 0 when the lease is not the job's current, unexpired one.
-local id = ARGV[2]
-if not owned(id, ARGV[3]) then return 0 end
-redis.call('HDEL', JOBS, id)
-redis.call('ZREM', RESERVED, id)
-return 1
+-- ack.lua: reserved jobs are done; remove them.
+-- KEYS: see lib.lua. ARGV[1] clock offset; then pairs of id, lease.
+-- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current,
+-- unexpired one (the job is then left as it is).
+local out = {}
+for i = 2, #ARGV, 2 do
+  local id = ARGV[i]
+  if owned(id, ARGV[i + 1]) then
+    redis.call('HDEL', JOBS, id)
+    redis.call('ZREM', RESERVED, id)
+    out[#out + 1] = 1
+  else
+    out[#out + 1] = 0
+  end
+end
+return out

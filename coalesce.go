@@ -1,0 +1,81 @@
+package delayq
+
+import (
+	"context"
+	"sync"
+)
+
+// coalescer groups concurrent calls into shared round trips to Redis, like a database's group
+// commit: while a flush is in flight, calls that arrive queue up and leave together in the
+// next one. A call made while nothing is in flight leaves at once, so no timer adds latency;
+// under load, one script call carries many jobs and Redis spends its time on jobs, not on
+// per-call overhead.
+type coalescer[Req, Res any] struct {
+	flush       func(ctx context.Context, reqs []Req) []Res // one result per request, in order
+	maxBatch    int
+	maxInFlight int
+
+	mu       sync.Mutex
+	queue    []*waiter[Req, Res]
+	inFlight int
+}
+
+type waiter[Req, Res any] struct {
+	ctx  context.Context
+	req  Req
+	res  Res
+	done chan struct{}
+}
+
+func newCoalescer[Req, Res any](maxBatch, maxInFlight int, flush func(context.Context, []Req) []Res) *coalescer[Req, Res] {
+	return &coalescer[Req, Res]{flush: flush, maxBatch: maxBatch, maxInFlight: maxInFlight}
+}
+
+// do queues req and returns its result once the flush that carried it is done. When ctx ends
+// first it returns ok false: the request may still take effect, as with any timed-out call.
+func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (res Res, ok bool) {
+	w := &waiter[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, w)
+	start := c.inFlight < c.maxInFlight
+	if start {
+		c.inFlight++
+	}
+	c.mu.Unlock()
+	if start {
+		go c.run()
+	}
+	select {
+	case <-w.done:
+		return w.res, true
+	case <-ctx.Done():
+		return res, false
+	}
+}
+
+// run flushes queued requests until the queue is empty.
+func (c *coalescer[Req, Res]) run() {
+	for {
+		c.mu.Lock()
+		n := min(len(c.queue), c.maxBatch)
+		if n == 0 {
+			c.inFlight--
+			c.mu.Unlock()
+			return
+		}
+		batch := c.queue[:n:n]
+		c.queue = c.queue[n:]
+		c.mu.Unlock()
+
+		reqs := make([]Req, n)
+		for i, w := range batch {
+			reqs[i] = w.req
+		}
+		// One caller's cancellation must not fail the others' requests.
+		results := c.flush(context.WithoutCancel(batch[0].ctx), reqs)
+		for i, w := range batch {
+			w.res = results[i]
+			close(w.done)
+		}
+	}
+}
