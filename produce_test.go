@@ -216,3 +216,21 @@ func TestTruncateUTF8(t *testing.T) {
 		}
 	}
 }
+
+func TestLargeBatchBeyondTheDefaultLimit(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Limits: Limits{MaxBatch: 5000}})
+	specs := make([]Spec, 5000)
+	res, err := c.EnqueueBatch(testContext(t), "t", specs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if s, _ := c.Stats(testContext(t), "t"); s.Ready != 5000 {
+		t.Errorf("stored %d of 5000", s.Ready)
+	}
+}
