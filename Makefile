@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint bench build ensure-redis
+.PHONY: all test test-short lint bench build run ensure-redis
 
 all: lint test
 
@@ -30,3 +30,8 @@ bench: ensure-redis
 
 build:
 	$(GO) build -o bin/delayq ./cmd/delayq
+
+# Runs the server with an embedded redis-server (data in ./delayq-data);
+# pass flags with ARGS, e.g. make run ARGS="--listen :8080".
+run:
+	bash scripts/ensure-redis.sh && $(GO) run ./cmd/delayq server $(ARGS)

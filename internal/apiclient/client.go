@@ -1,0 +1,374 @@
+// Package apiclient is a typed client of delayq server's HTTP API, v1. Every method takes a
+// context, which bounds the request (a reserve's wait included); an error answer of the server
+// is an *Error carrying its status, code and message.
+package apiclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config configures a Client.
+type Config struct {
+	// BaseURL is the server's address, such as http://127.0.0.1:7070. Required.
+	BaseURL string
+	// Token, when set, is sent as "Authorization: Bearer <token>".
+	Token string
+	// HTTPClient sends the requests. Defaults to a client with no overall timeout, since a
+	// reserve may wait up to a minute; the context of each call bounds it instead.
+	HTTPClient *http.Client
+	// UserAgent is sent with every request. Defaults to "delayq-apiclient".
+	UserAgent string
+}
+
+// Client calls one delayq server. It is safe for concurrent use.
+type Client struct {
+	base  string // without a trailing slash
+	token string
+	http  *http.Client
+	agent string
+}
+
+// New returns a Client for cfg.
+func New(cfg Config) (*Client, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("apiclient: server address %q: want an http:// or https:// URL such as http://127.0.0.1:7070", cfg.BaseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("apiclient: server address %q: want no query or fragment", cfg.BaseURL)
+	}
+	if strings.ContainsAny(cfg.Token, " \t\r\n") {
+		return nil, errors.New("apiclient: the token has white space")
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), token: cfg.Token, http: cfg.HTTPClient, agent: cfg.UserAgent}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.agent == "" {
+		c.agent = "delayq-apiclient"
+	}
+	return c, nil
+}
+
+// jobPath returns the path of one job, or of a sub-resource of it.
+func jobPath(topic, id string, rest ...string) string {
+	p := "/v1/topics/" + url.PathEscape(topic) + "/jobs/" + url.PathEscape(id)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+func topicPath(topic string, rest ...string) string {
+	p := "/v1/topics/" + url.PathEscape(topic)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// Enqueue adds one job to topic.
+func (c *Client) Enqueue(ctx context.Context, topic string, job JobRequest) (*Job, error) {
+	body, err := job.encode()
+	if err != nil {
+		return nil, err
+	}
+	var out Job
+	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "jobs"), RawBody(body), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// EnqueueBatch adds up to the server's batch limit (1000 by default) of jobs to topic. Each
+// job succeeds or fails alone; results are in request order.
+func (c *Client) EnqueueBatch(ctx context.Context, topic string, jobs []JobRequest) ([]BatchResult, error) {
+	raw := make([]json.RawMessage, len(jobs))
+	for i, j := range jobs {
+		b, err := j.encode()
+		if err != nil {
+			return nil, err
+		}
+		raw[i] = b
+	}
+	return c.EnqueueBatchRaw(ctx, topic, raw)
+}
+
+// EnqueueBatchRaw is EnqueueBatch for job request objects already in the API's JSON form,
+// which are sent byte for byte; each must be valid JSON.
+func (c *Client) EnqueueBatchRaw(ctx context.Context, topic string, jobs []json.RawMessage) ([]BatchResult, error) {
+	body := []byte(`{"jobs":[`)
+	for i, j := range jobs {
+		if !json.Valid(j) {
+			return nil, fmt.Errorf("apiclient: job request %d of the batch is not valid JSON", i)
+		}
+		if i > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, j...)
+	}
+	body = append(body, "]}"...)
+	var out struct {
+		Results []BatchResult `json:"results"`
+	}
+	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "jobs", "batch"), RawBody(body), &out); err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}
+
+// Get returns a job in any state.
+func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
+	var out Job
+	if err := c.Do(ctx, http.MethodGet, jobPath(topic, id), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Cancel deletes a job in any state.
+func (c *Client) Cancel(ctx context.Context, topic, id string) error {
+	return c.Do(ctx, http.MethodDelete, jobPath(topic, id), nil, nil)
+}
+
+// Reschedule makes a delayed or ready job due delay from now.
+func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Duration) (*Job, error) {
+	var out Job
+	in := map[string]int64{"delay_ms": delay.Milliseconds()}
+	if err := c.Do(ctx, http.MethodPatch, jobPath(topic, id), in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RescheduleAt makes a delayed or ready job due at t.
+func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time) (*Job, error) {
+	var out Job
+	in := map[string]Time{"run_at": {t}}
+	if err := c.Do(ctx, http.MethodPatch, jobPath(topic, id), in, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Reserve leases up to r.Max due jobs of topic, waiting up to r.Wait for one.
+func (c *Client) Reserve(ctx context.Context, topic string, r ReserveRequest) ([]*Job, error) {
+	in := map[string]int64{}
+	if r.Max != 0 {
+		in["max"] = int64(r.Max)
+	}
+	if r.Wait != 0 {
+		in["wait_ms"] = r.Wait.Milliseconds()
+	}
+	if r.TTR != 0 {
+		in["ttr_ms"] = r.TTR.Milliseconds()
+	}
+	var out struct {
+		Jobs []*Job `json:"jobs"`
+	}
+	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "reserve"), in, &out); err != nil {
+		return nil, err
+	}
+	return out.Jobs, nil
+}
+
+// Ack marks a reserved job done.
+func (c *Client) Ack(ctx context.Context, topic, id, lease string) error {
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "ack"), map[string]string{"lease": lease}, nil)
+}
+
+// Nack ends a reserved job's attempt as failed.
+func (c *Client) Nack(ctx context.Context, topic, id, lease string, r NackRequest) error {
+	in := map[string]any{"lease": lease}
+	if r.Error != "" {
+		in["error"] = r.Error
+	}
+	if r.Delay != nil {
+		in["delay_ms"] = r.Delay.Milliseconds()
+	}
+	if r.Dead {
+		in["dead"] = true
+	}
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "nack"), in, nil)
+}
+
+// Touch extends a lease by ttr (zero: the job's TTR) and returns the new deadline.
+func (c *Client) Touch(ctx context.Context, topic, id, lease string, ttr time.Duration) (time.Time, error) {
+	in := map[string]any{"lease": lease}
+	if ttr != 0 {
+		in["ttr_ms"] = ttr.Milliseconds()
+	}
+	var out struct {
+		LeaseDeadline Time `json:"lease_deadline"`
+	}
+	if err := c.Do(ctx, http.MethodPost, jobPath(topic, id, "touch"), in, &out); err != nil {
+		return time.Time{}, err
+	}
+	return out.LeaseDeadline.Time, nil
+}
+
+// Release gives a lease back unfinished: the job is due again at once and the attempt does
+// not count.
+func (c *Client) Release(ctx context.Context, topic, id, lease string) error {
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), map[string]string{"lease": lease}, nil)
+}
+
+// Topics returns the counts of every topic.
+func (c *Client) Topics(ctx context.Context) ([]TopicStats, error) {
+	var out struct {
+		Topics []TopicStats `json:"topics"`
+	}
+	if err := c.Do(ctx, http.MethodGet, "/v1/topics", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Topics, nil
+}
+
+// Stats returns the counts of one topic.
+func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
+	var out TopicStats
+	if err := c.Do(ctx, http.MethodGet, topicPath(topic), nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DeadJobs returns a page of up to limit (zero: the server's default) dead jobs of topic,
+// starting at cursor ("" for the first page).
+func (c *Client) DeadJobs(ctx context.Context, topic string, limit int, cursor string) (*DeadPage, error) {
+	q := url.Values{}
+	if limit != 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	if cursor != "" {
+		q.Set("cursor", cursor)
+	}
+	p := topicPath(topic, "dead")
+	if len(q) > 0 {
+		p += "?" + q.Encode()
+	}
+	var out DeadPage
+	if err := c.Do(ctx, http.MethodGet, p, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// RequeueDead makes the dead jobs ids ready again, and returns how many it requeued.
+func (c *Client) RequeueDead(ctx context.Context, topic string, ids []string) (int, error) {
+	return c.deadOp(ctx, http.MethodPost, topic, "requeued", map[string]any{"ids": ids})
+}
+
+// RequeueAllDead makes every dead job of topic ready again.
+func (c *Client) RequeueAllDead(ctx context.Context, topic string) (int, error) {
+	return c.deadOp(ctx, http.MethodPost, topic, "requeued", map[string]any{"all": true})
+}
+
+// DeleteDead deletes the dead jobs ids, and returns how many it deleted.
+func (c *Client) DeleteDead(ctx context.Context, topic string, ids []string) (int, error) {
+	return c.deadOp(ctx, http.MethodDelete, topic, "deleted", map[string]any{"ids": ids})
+}
+
+// DeleteAllDead deletes every dead job of topic.
+func (c *Client) DeleteAllDead(ctx context.Context, topic string) (int, error) {
+	return c.deadOp(ctx, http.MethodDelete, topic, "deleted", map[string]any{"all": true})
+}
+
+func (c *Client) deadOp(ctx context.Context, method, topic, field string, in any) (int, error) {
+	p := topicPath(topic, "dead")
+	if method == http.MethodPost {
+		p += "/requeue"
+	}
+	var out map[string]int
+	if err := c.Do(ctx, method, p, in, &out); err != nil {
+		return 0, err
+	}
+	return out[field], nil
+}
+
+// Healthz reports whether the server runs.
+func (c *Client) Healthz(ctx context.Context) error {
+	return c.Do(ctx, http.MethodGet, "/healthz", nil, nil)
+}
+
+// Readyz reports whether the server can reach its store.
+func (c *Client) Readyz(ctx context.Context) error {
+	return c.Do(ctx, http.MethodGet, "/readyz", nil, nil)
+}
+
+// RawBody is a request body that Do sends as it is, instead of encoding it.
+type RawBody []byte
+
+// Do sends one request to path (with its query, if any) and decodes a 2xx answer into out,
+// when out is not nil. in, when not nil, is sent as the JSON body: a RawBody as it is, any
+// other value encoded with encoding/json. A non-2xx answer is an *Error.
+func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if raw, ok := in.(RawBody); ok {
+		body = bytes.NewReader(raw)
+	} else if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("apiclient: encoding the %s %s request: %w", method, path, err)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
+	if err != nil {
+		return fmt.Errorf("apiclient: %w", err)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.agent)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("apiclient: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return readError(resp)
+	}
+	if out == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("apiclient: decoding the answer to %s %s: %w", method, path, err)
+	}
+	return nil
+}
+
+// readError turns a non-2xx answer into an *Error, with or without the API's error body.
+func readError(resp *http.Response) error {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Error *Error `json:"error"`
+	}
+	if err := json.Unmarshal(data, &body); err == nil && body.Error != nil && body.Error.Code != "" {
+		body.Error.Status = resp.StatusCode
+		return body.Error
+	}
+	msg := strings.TrimSpace(string(data))
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return &Error{Status: resp.StatusCode, Code: codeForStatus(resp.StatusCode), Message: msg}
+}

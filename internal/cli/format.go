@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/delayq/delayq/internal/apiclient"
+)
+
+// bodyWidth is how much of a body a table row shows.
+const bodyWidth = 60
+
+func newTable(w io.Writer) *tabwriter.Writer {
+	return tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+}
+
+// printJob writes one job as a list of fields.
+func printJob(w io.Writer, j *apiclient.Job) {
+	tw := newTable(w)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("topic", j.Topic)
+	row("id", j.ID)
+	row("state", j.State)
+	row("run_at", j.RunAt.String())
+	row("created_at", j.CreatedAt.String())
+	row("attempts", strconv.Itoa(j.Attempts))
+	row("max_retries", strconv.Itoa(j.MaxRetries))
+	row("ttr", msDuration(j.TTRMs))
+	row("priority", strconv.Itoa(j.Priority))
+	if len(j.BackoffMs) > 0 {
+		steps := make([]string, len(j.BackoffMs))
+		for i, ms := range j.BackoffMs {
+			steps[i] = msDuration(ms)
+		}
+		row("backoff", strings.Join(steps, ","))
+	}
+	row("callback_url", j.CallbackURL)
+	row("last_error", oneLine(j.LastError))
+	row("lease", j.Lease)
+	if j.LeaseDeadline != nil {
+		row("lease_deadline", j.LeaseDeadline.String())
+	}
+	if j.DiedAt != nil {
+		row("died_at", j.DiedAt.String())
+	}
+	row("body", bodyText(j))
+	tw.Flush()
+}
+
+// printJobs writes jobs as a table, one row each, with the lease columns when withLease.
+func printJobs(w io.Writer, jobs []*apiclient.Job, withLease bool) {
+	tw := newTable(w)
+	if withLease {
+		fmt.Fprintln(tw, "ID\tATTEMPTS\tRUN_AT\tLEASE_DEADLINE\tLEASE\tBODY")
+	} else {
+		fmt.Fprintln(tw, "ID\tSTATE\tATTEMPTS\tRUN_AT\tLAST_ERROR\tBODY")
+	}
+	for _, j := range jobs {
+		body := truncate(bodyText(j), bodyWidth)
+		if withLease {
+			deadline := ""
+			if j.LeaseDeadline != nil {
+				deadline = j.LeaseDeadline.String()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", j.ID, j.Attempts, j.RunAt, deadline, j.Lease, body)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", j.ID, j.State, j.Attempts, j.RunAt, truncate(oneLine(j.LastError), 40), body)
+		}
+	}
+	tw.Flush()
+}
+
+// printTopics writes topic counts as a table.
+func printTopics(w io.Writer, topics []apiclient.TopicStats) {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "TOPIC\tDELAYED\tREADY\tRESERVED\tDEAD\tNEXT_RUN_AT")
+	for _, t := range topics {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", t.Name, t.Delayed, t.Ready, t.Reserved, t.Dead, nextRun(t.NextRunAt))
+	}
+	tw.Flush()
+}
+
+// printStats writes one topic's counts as a list of fields.
+func printStats(w io.Writer, s *apiclient.TopicStats) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "topic\t%s\n", s.Name)
+	fmt.Fprintf(tw, "delayed\t%d\n", s.Delayed)
+	fmt.Fprintf(tw, "ready\t%d\n", s.Ready)
+	fmt.Fprintf(tw, "reserved\t%d\n", s.Reserved)
+	fmt.Fprintf(tw, "dead\t%d\n", s.Dead)
+	fmt.Fprintf(tw, "next_run_at\t%s\n", nextRun(s.NextRunAt))
+	fmt.Fprintf(tw, "oldest_ready\t%s\n", msDuration(s.OldestReadyMs))
+	tw.Flush()
+}
+
+func nextRun(t *apiclient.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.String()
+}
+
+// bodyText shows a JSON body as its text and a binary one as base64:<data>.
+func bodyText(j *apiclient.Job) string {
+	if j.BodyBase64 != nil {
+		return "base64:" + *j.BodyBase64
+	}
+	return oneLine(string(j.Body))
+}
+
+// msDuration writes milliseconds as a Go duration without zero units, such as 30s, 3m or 1h30m.
+func msDuration(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// oneLine replaces line breaks and tabs, which would break a table.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+}
+
+// truncate cuts s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}

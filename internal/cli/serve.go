@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/embedded"
+	"github.com/delayq/delayq/internal/httpapi"
+	"github.com/delayq/delayq/internal/metrics"
+	"github.com/delayq/delayq/internal/webhook"
+)
+
+// HTTP server timeouts. Writes must outlast the longest reserve: its wait (at most
+// maxReserveWait) plus a store call.
+const (
+	// maxReserveWait is delayq's default Limits.MaxWait, which the server runs with.
+	maxReserveWait    = 60 * time.Second
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 60 * time.Second
+	idleTimeout       = 120 * time.Second
+	writeMargin       = 30 * time.Second
+	// redisStopTimeout bounds the embedded redis-server's own shutdown, after everything else.
+	redisStopTimeout = 15 * time.Second
+)
+
+// runServer runs the server until ctx ends, then shuts it down in order: stop accepting and
+// finish requests in flight while webhook deliveries finish (their leases released when cut
+// short), then close the delayq client, and stop the embedded Redis last.
+func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stderr io.Writer) error {
+	log := newLogger(stderr, cfg.logFormat, opts.level)
+	// What has been started is stopped, last first, when runServer returns: after a failed
+	// start-up as after a shutdown.
+	var started closers
+	defer started.close()
+	bg := context.WithoutCancel(ctx)
+
+	rdb, redisDesc, emb, err := openRedis(ctx, cfg, opts, log)
+	if err != nil {
+		return err
+	}
+	started.add(func() {
+		if err := rdb.Close(); err != nil {
+			log.Warn("closing the Redis client", "err", err)
+		}
+		if emb == nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(bg, redisStopTimeout)
+		defer cancel()
+		if err := emb.Stop(sctx); err != nil {
+			log.Error("stopping the embedded redis-server", "err", err)
+		}
+	})
+
+	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.namespace, Partitions: cfg.partitions, Logger: log})
+	if err != nil {
+		return fmt.Errorf("connecting to Redis at %s: %w", redisDesc, err)
+	}
+	started.add(func() {
+		if err := dq.Close(); err != nil {
+			log.Warn("closing the delayq client", "err", err)
+		}
+	})
+
+	var m *metrics.Metrics
+	var reg *prometheus.Registry
+	if cfg.metrics {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m = metrics.New(reg)
+	}
+	var guard *webhook.Guard
+	var check func(context.Context, string) error
+	if opts.secret != nil {
+		guard = webhook.NewGuard(opts.allow)
+		check = guard.CheckURL
+	} else if len(opts.allow) > 0 {
+		log.Warn("--webhook-allow-cidr has no effect without --webhook-secret: push delivery is off")
+	}
+	handler, err := httpapi.New(httpapi.Config{
+		Client:         dq,
+		Tokens:         cfg.tokens,
+		Metrics:        m,
+		Registry:       reg,
+		CheckCallback:  check,
+		RequestTimeout: cfg.requestTimeout,
+		Redis:          rdb,
+		Logger:         log,
+	})
+	if err != nil {
+		return fmt.Errorf("building the HTTP API: %w", err)
+	}
+	if !cfg.metrics {
+		handler = withoutMetrics(handler)
+	}
+
+	stopDispatcher := func(context.Context) {}
+	if opts.secret != nil {
+		d, err := webhook.New(webhook.Config{
+			Client: dq, Secret: opts.secret, Guard: guard, Concurrency: cfg.webhookConcurrency, Metrics: m, Logger: log,
+		})
+		if err != nil {
+			return fmt.Errorf("starting webhook delivery: %w", err)
+		}
+		if err := d.Start(ctx); err != nil {
+			return fmt.Errorf("starting webhook delivery: %w", err)
+		}
+		stopDispatcher = func(ctx context.Context) {
+			if err := d.Stop(ctx); err != nil {
+				log.Warn("webhook deliveries cut short by the shutdown timeout; their leases were released", "err", err)
+			}
+		}
+		// A no-op after the shutdown below has stopped it.
+		started.add(func() { stopDispatcher(bg) })
+	}
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.listen, err)
+	}
+	tracked := newInflight(handler)
+	base, cancelBase := context.WithCancel(bg)
+	defer cancelBase()
+	srv := &http.Server{
+		Handler:           tracked,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      maxReserveWait + cfg.requestTimeout + writeMargin,
+		IdleTimeout:       idleTimeout,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "redis", redisDesc,
+		"namespace", cfg.namespace, "auth", len(cfg.tokens) > 0, "webhooks", opts.secret != nil)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+		log.Error("the HTTP server failed", "err", serveErr)
+	}
+
+	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(bg, cfg.shutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		// Requests other than long polls finish on their own; once they have, the long polls
+		// still waiting are ended, so that a shutdown does not wait a minute for them.
+		select {
+		case <-tracked.drained():
+		case <-sctx.Done():
+		}
+		cancelBase()
+	})
+	wg.Go(func() {
+		if err := srv.Shutdown(sctx); err != nil {
+			log.Warn("requests still in flight at the shutdown timeout were cut", "err", err)
+			_ = srv.Close()
+		}
+	})
+	wg.Go(func() { stopDispatcher(sctx) })
+	wg.Wait()
+	started.close()
+	log.Info("stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serving HTTP: %w", serveErr)
+	}
+	return nil
+}
+
+// closers are stop functions, run last first by close.
+type closers []func()
+
+func (c *closers) add(f func()) { *c = append(*c, f) }
+
+// close runs the functions not run yet, last first.
+func (c *closers) close() {
+	for len(*c) > 0 {
+		f := (*c)[len(*c)-1]
+		*c = (*c)[:len(*c)-1]
+		f()
+	}
+}
+
+// openRedis returns a client of the Redis the flags name, starting the embedded redis-server
+// when they name none, and a description of it for logs and errors.
+func openRedis(ctx context.Context, cfg serverConfig, opts *serverOptions, log *slog.Logger) (redis.UniversalClient, string, *embedded.Redis, error) {
+	if opts.redis != nil {
+		return opts.redis.NewClient(), opts.redis.Redacted, nil, nil
+	}
+	emb, err := embedded.Start(ctx, embedded.Config{
+		Dir:         cfg.dataDir,
+		Binary:      cfg.redisServer,
+		AppendFsync: cfg.appendFsync,
+		Logger:      log.With("component", "embedded-redis"),
+	})
+	var nf *embedded.NotFoundError
+	if errors.As(err, &nf) {
+		return nil, "", nil, fmt.Errorf("redis-server not found: install it (Debian/Ubuntu: sudo apt-get install -y redis-server) or pass --redis redis://host:6379: %w", nf.Err)
+	}
+	if err != nil {
+		return nil, "", nil, err
+	}
+	return redis.NewClient(emb.Options()), "embedded unix://" + emb.Addr(), emb, nil
+}
+
+// newLogger returns the server's logger, writing text or JSON lines to w.
+func newLogger(w io.Writer, format string, level slog.Level) *slog.Logger {
+	o := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// withoutMetrics answers /metrics with not_found, for --metrics=false.
+func withoutMetrics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"error":{"code":"not_found","message":"metrics are turned off (--metrics=false)"}}`+"\n")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/delayq/delayq/internal/redisurl"
+	"github.com/delayq/delayq/internal/webhook"
+)
+
+// serverConfig is what `delayq server` is told by its flags and environment.
+type serverConfig struct {
+	listen             string
+	redisURL           string
+	dataDir            string
+	namespace          string
+	tokens             []string
+	webhookSecret      string
+	allowCIDRs         []string
+	logFormat          string
+	logLevel           string
+	partitions         int
+	webhookConcurrency int
+	shutdownTimeout    time.Duration
+	requestTimeout     time.Duration
+	redisServer        string
+	appendFsync        string
+	metrics            bool
+}
+
+func newServerCmd(stderr io.Writer) *cobra.Command {
+	var cfg serverConfig
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Run the delayq HTTP API server",
+		Long: strings.TrimSpace(`
+Run the delayq HTTP API server: producing, consuming, dead letters, webhook push delivery,
+/metrics and health endpoints.
+
+Without --redis it runs its own redis-server child process, listening on a unix socket only,
+with its append-only file in --data-dir; redis-server must be installed. With --redis it uses
+that Redis (standalone, Sentinel or Cluster).
+
+It logs "listening on <addr>" once it accepts connections, and on SIGINT or SIGTERM stops
+accepting, lets requests and webhook deliveries in flight finish (up to --shutdown-timeout),
+and exits 0.`),
+		Example: `  delayq server
+  delayq server --listen :7070 --redis redis://:password@redis.internal:6379/0
+  delayq server --redis 'redis+sentinel://s1:26379,s2:26379/mymaster'
+  delayq server --auth-token "$TOKEN" --webhook-secret whsec_...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := cfg.validate()
+			if err != nil {
+				return err
+			}
+			return runServer(cmd.Context(), cfg, opts, stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.listen, "listen", "127.0.0.1:7070", "HTTP listen address")
+	f.StringVar(&cfg.redisURL, "redis", "", "Redis URL: redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://; empty runs an embedded redis-server")
+	f.StringVar(&cfg.dataDir, "data-dir", "./delayq-data", "where the embedded redis-server keeps its append-only file and log")
+	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
+	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "API token that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
+	f.StringVar(&cfg.webhookSecret, "webhook-secret", "", "whsec_-prefixed base64 secret that signs webhook deliveries; unset, jobs with a callback_url are refused")
+	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
+	f.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.IntVar(&cfg.partitions, "partitions", 4, "partitions of each new topic; each has its own hash tag, so a Redis Cluster spreads a topic over its shards")
+	f.IntVar(&cfg.webhookConcurrency, "webhook-concurrency", 16, "webhook deliveries in flight at once")
+	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests and webhook deliveries in flight")
+	f.DurationVar(&cfg.requestTimeout, "request-timeout", 5*time.Second, "bound on each store call of a request, beyond a reserve's wait")
+	f.StringVar(&cfg.redisServer, "redis-server", "redis-server", "the redis-server executable of the embedded Redis, a path or a name on PATH")
+	f.StringVar(&cfg.appendFsync, "redis-appendfsync", "everysec", "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")
+	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
+	f.SortFlags = false
+	documentEnv(f)
+	return cmd
+}
+
+// serverOptions are the parsed forms of the settings that need parsing.
+type serverOptions struct {
+	redis  *redisurl.Config // nil: embedded
+	secret []byte           // nil: push delivery off
+	allow  []netip.Prefix
+	level  slog.Level
+}
+
+// validate checks everything that can be checked before anything starts.
+func (c *serverConfig) validate() (*serverOptions, error) {
+	var o serverOptions
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.listen == "" {
+		fail("--listen: an address is required, such as 127.0.0.1:7070")
+	}
+	if c.redisURL != "" {
+		rc, err := redisurl.Parse(c.redisURL)
+		if err != nil {
+			fail("--redis: %w", err)
+		}
+		o.redis = rc
+	} else if c.dataDir == "" {
+		fail("--data-dir: a directory is required for the embedded redis-server (or pass --redis)")
+	}
+	for _, tok := range c.tokens {
+		if tok == "" || strings.ContainsAny(tok, " \t\r\n,") {
+			fail("--auth-token: a token must be non-empty, without white space or commas")
+			break
+		}
+	}
+	if c.webhookSecret != "" {
+		if !strings.HasPrefix(c.webhookSecret, "whsec_") {
+			fail(`--webhook-secret: must start with "whsec_": a Standard Webhooks secret is "whsec_" followed by the base64 of 24 to 64 random bytes`)
+		} else if key, err := webhook.ParseSecret(c.webhookSecret); err != nil {
+			fail("--webhook-secret: %w", err)
+		} else {
+			o.secret = key
+		}
+	}
+	for _, s := range c.allowCIDRs {
+		p, err := parsePrefix(s)
+		if err != nil {
+			fail("--webhook-allow-cidr: %w", err)
+			continue
+		}
+		o.allow = append(o.allow, p)
+	}
+	switch c.logFormat {
+	case "text", "json":
+	default:
+		fail("--log-format %q: want text or json", c.logFormat)
+	}
+	if err := o.level.UnmarshalText([]byte(c.logLevel)); err != nil {
+		fail("--log-level %q: want debug, info, warn or error", c.logLevel)
+	}
+	if c.partitions < 1 || c.partitions > 1024 {
+		fail("--partitions %d: want 1 to 1024", c.partitions)
+	}
+	if c.webhookConcurrency < 1 {
+		fail("--webhook-concurrency %d: want at least 1", c.webhookConcurrency)
+	}
+	if c.shutdownTimeout <= 0 {
+		fail("--shutdown-timeout %v: want a positive duration", c.shutdownTimeout)
+	}
+	if c.requestTimeout <= 0 {
+		fail("--request-timeout %v: want a positive duration", c.requestTimeout)
+	}
+	switch c.appendFsync {
+	case "everysec", "always", "no":
+	default:
+		fail("--redis-appendfsync %q: want everysec, always or no", c.appendFsync)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return &o, nil
+}
+
+// parsePrefix reads a CIDR prefix, or a single address as the prefix of just that address.
+func parsePrefix(s string) (netip.Prefix, error) {
+	s = strings.TrimSpace(s)
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	return netip.Prefix{}, fmt.Errorf("%q is not a CIDR range such as 127.0.0.0/8 or an IP address", s)
+}

@@ -1,0 +1,286 @@
+package cli_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+func TestRestartKeepsJobs(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	s.must(t, "enqueue", "orders", "--id", "kept", "--body", `{"v":1}`, "--delay", "1h")
+	pid := s.redisPid(t)
+	if err := s.Stop(t); err != nil {
+		t.Fatalf("Run returned %v after the context was cancelled, want nil", err)
+	}
+	if alive(pid) {
+		t.Fatalf("embedded redis-server %d still runs after the server stopped", pid)
+	}
+	if !strings.Contains(s.logs.String(), "shutting down") || !strings.Contains(s.logs.String(), "embedded redis-server stopped") {
+		t.Errorf("shutdown not logged:\n%s", s.logs)
+	}
+
+	again := startServerArgs(t, nil, s.Dir, "server", "--listen", "127.0.0.1:0", "--data-dir", s.Dir)
+	var j apiclient.Job
+	again.mustJSON(t, &j, "get", "orders", "kept")
+	if j.State != "delayed" || string(j.Body) != `{"v":1}` {
+		t.Errorf("after the restart: %+v", j)
+	}
+}
+
+func TestEmbeddedRedisKilled(t *testing.T) {
+	t.Parallel()
+	// appendfsync always: each acknowledged enqueue is on disk before the kill.
+	s := startServer(t, nil, "--redis-appendfsync", "always")
+	s.must(t, "enqueue", "orders", "--id", "before-kill", "--body", "1", "--delay", "1h")
+	old := s.redisPid(t)
+	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "the supervisor restarts redis-server", func() bool {
+		return strings.Contains(s.logs.String(), "embedded redis-server restarted")
+	})
+	if pid := s.redisPid(t); pid == old {
+		t.Errorf("redis-server pid is still %d after the restart", pid)
+	}
+	var j apiclient.Job
+	waitFor(t, 10*time.Second, "the job is readable again", func() bool {
+		out, err := s.run(t, "get", "orders", "before-kill", "--json")
+		return err == nil && json.Unmarshal([]byte(out), &j) == nil
+	})
+	if j.State != "delayed" {
+		t.Errorf("job after the restart: %+v", j)
+	}
+	s.must(t, "enqueue", "orders", "--id", "after-kill")
+}
+
+func TestExternalRedis(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Standalone(t)
+	s := startServer(t, nil, "--redis", "redis://"+rs.Addr+"/2", "--namespace", "ext")
+	if strings.Contains(s.logs.String(), "embedded redis-server") {
+		t.Errorf("an embedded redis-server started although --redis was given:\n%s", s.logs)
+	}
+	if _, err := os.Stat(s.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the data directory was created although --redis was given: %v", err)
+	}
+	s.must(t, "enqueue", "orders", "--id", "x", "--body", "1")
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr, DB: 2})
+	defer rdb.Close()
+	keys, err := rdb.Keys(context.Background(), "ext:*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Errorf("no ext:* keys in database 2: %v, %v", keys, err)
+	}
+}
+
+func TestShutdownEndsLongPolls(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil, "--shutdown-timeout", "20s")
+	c, err := apiclient.New(apiclient.Config{BaseURL: s.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	polled := make(chan error, 1)
+	go func() {
+		_, err := c.Reserve(context.Background(), "idle", apiclient.ReserveRequest{Wait: 60 * time.Second})
+		polled <- err
+	}()
+	// Let the reserve reach its wait.
+	waitFor(t, 10*time.Second, "the topic exists", func() bool {
+		_, err := c.Stats(context.Background(), "idle")
+		return err == nil
+	})
+	start := time.Now()
+	if err := s.Stop(t); err != nil {
+		t.Fatalf("Run returned %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("shutdown took %v with a 60s long poll in flight, want it ended early", d)
+	}
+	select {
+	case err := <-polled:
+		if err == nil {
+			t.Log("the long poll ended with no jobs")
+		} else {
+			t.Logf("the long poll ended with %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the long poll still waits after the shutdown")
+	}
+}
+
+func TestWebhookPush(t *testing.T) {
+	t.Parallel()
+	var got atomic.Value
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.Header.Get("webhook-signature") != "" {
+			got.Store(string(body))
+		}
+	}))
+	t.Cleanup(hook.Close)
+	s := startServer(t, nil,
+		"--webhook-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+		"--webhook-allow-cidr", "127.0.0.0/8")
+	if !strings.Contains(s.logs.String(), "webhooks=true") {
+		t.Errorf("webhooks not reported on:\n%s", s.logs)
+	}
+	s.must(t, "enqueue", "hooks", "--id", "h1", "--body", `{"push":true}`, "--callback-url", hook.URL+"/cb")
+	waitFor(t, 15*time.Second, "the webhook is delivered", func() bool { return got.Load() != nil })
+	if body := got.Load().(string); !strings.Contains(body, `"id":"h1"`) || !strings.Contains(body, `{"push":true}`) {
+		t.Errorf("webhook body %s", body)
+	}
+	waitFor(t, 10*time.Second, "the delivered job is acked", func() bool {
+		_, err := s.run(t, "get", "hooks", "h1")
+		return err != nil && strings.HasPrefix(err.Error(), "not_found: ")
+	})
+}
+
+func TestCallbacksRefusedWithoutSecret(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	_, err := s.run(t, "enqueue", "hooks", "--callback-url", "https://example.com/cb")
+	wantErr(t, err, "invalid_argument")
+}
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	on := startServer(t, nil)
+	on.must(t, "enqueue", "m", "--body", "1")
+	body, status := httpGet(t, on.URL+"/metrics")
+	if status != 200 || !strings.Contains(body, "delayq_jobs_enqueued_total") || !strings.Contains(body, "go_goroutines") {
+		t.Errorf("/metrics: %d\n%.500s", status, body)
+	}
+	off := startServer(t, nil, "--metrics=false")
+	if _, status := httpGet(t, off.URL+"/metrics"); status != 404 {
+		t.Errorf("/metrics with --metrics=false: status %d, want 404", status)
+	}
+	if _, status := httpGet(t, off.URL+"/healthz"); status != 200 {
+		t.Errorf("/healthz: status %d", status)
+	}
+	if _, status := httpGet(t, off.URL+"/readyz"); status != 200 {
+		t.Errorf("/readyz: status %d", status)
+	}
+}
+
+func httpGet(t *testing.T, url string) (string, int) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
+}
+
+func TestFlagsOverrideEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"DELAYQ_LISTEN":      "127.0.0.1:0",
+		"DELAYQ_NAMESPACE":   "from-env",
+		"DELAYQ_AUTH_TOKENS": "tok-a, tok-b",
+		"DELAYQ_LOG_FORMAT":  "json",
+	}
+	dir := t.TempDir()
+	// The environment alone: its namespace, its tokens, JSON logs.
+	s := startServerArgs(t, env, dir, "server", "--data-dir", dir)
+	if !strings.Contains(s.logs.String(), `"namespace":"from-env"`) {
+		t.Errorf("namespace from the environment not used:\n%s", s.logs)
+	}
+	_, err := s.run(t, "topics")
+	wantErr(t, err, "unauthenticated")
+	s.must(t, "topics", "--token", "tok-b")
+	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a"}, "topics"); err != nil {
+		t.Errorf("client configured by DELAYQ_SERVER and DELAYQ_TOKEN: %v", err)
+	}
+	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a"}, "topics", "--token", "wrong"); err == nil {
+		t.Error("--token did not override DELAYQ_TOKEN")
+	}
+
+	// Flags win over the environment.
+	dir2 := t.TempDir()
+	s2 := startServerArgs(t, env, dir2, "server", "--data-dir", dir2, "--namespace", "from-flag", "--auth-token", "tok-c", "--log-format", "text")
+	if !strings.Contains(s2.logs.String(), "namespace=from-flag") {
+		t.Errorf("--namespace did not override DELAYQ_NAMESPACE:\n%s", s2.logs)
+	}
+	_, err = s2.run(t, "topics", "--token", "tok-a")
+	wantErr(t, err, "unauthenticated")
+	s2.must(t, "topics", "--token", "tok-c")
+}
+
+func TestServerConfigErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{"missing redis-server", nil, []string{"--redis-server", "/nonexistent/redis-server"},
+			"redis-server not found: install it (Debian/Ubuntu: sudo apt-get install -y redis-server) or pass --redis redis://host:6379"},
+		{"bad redis url", nil, []string{"--redis", "http://localhost:6379"}, `--redis: invalid Redis URL: unknown scheme "http"`},
+		{"bad redis url from env", map[string]string{"DELAYQ_REDIS": "redis://h:notaport"}, nil, "--redis: invalid Redis URL"},
+		{"unreachable redis", nil, []string{"--redis", "redis://127.0.0.1:1"}, "connecting to Redis at redis://127.0.0.1:1"},
+		{"secret without prefix", nil, []string{"--webhook-secret", "c2VjcmV0"}, `--webhook-secret: must start with "whsec_"`},
+		{"secret from env without prefix", map[string]string{"DELAYQ_WEBHOOK_SECRET": "nope"}, nil, `--webhook-secret: must start with "whsec_"`},
+		{"short secret", nil, []string{"--webhook-secret", "whsec_c2VjcmV0"}, "24 to 64 bytes"},
+		{"bad cidr", nil, []string{"--webhook-allow-cidr", "localhost"}, `--webhook-allow-cidr: "localhost" is not a CIDR`},
+		{"bad cidr from env", map[string]string{"DELAYQ_WEBHOOK_ALLOW_CIDRS": "10.0.0.0/8,nope"}, nil, `"nope" is not a CIDR`},
+		{"bad log format", nil, []string{"--log-format", "xml"}, "--log-format"},
+		{"bad partitions", nil, []string{"--partitions", "0"}, "--partitions 0"},
+		{"bad partitions from env", map[string]string{"DELAYQ_PARTITIONS": "many"}, nil, "environment variable DELAYQ_PARTITIONS"},
+		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
+		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
+		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
+		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, tt.args...)
+			done := make(chan error, 1)
+			var logs syncBuffer
+			go func() { done <- runServerOnce(tt.env, args, &logs) }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("err = %v, want one containing %q", err, tt.want)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("the server started instead of failing; logs:\n%s", logs.String())
+			}
+			for _, pid := range (&server{logs: &logs}).redisPids() {
+				if alive(pid) {
+					t.Errorf("a failed start left redis-server %d running", pid)
+				}
+			}
+		})
+	}
+}
+
+func TestDataDirInUse(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	var logs syncBuffer
+	err := runServerOnce(nil, []string{"server", "--listen", "127.0.0.1:0", "--data-dir", s.Dir}, &logs)
+	if err == nil || !strings.Contains(err.Error(), "used by another delayq server") {
+		t.Errorf("second server on one data dir: err = %v", err)
+	}
+	s.must(t, "topics")
+}

@@ -1,0 +1,40 @@
+//go:build unix
+
+package embedded
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// ErrLocked is matched by the error of Start when another process uses the data directory.
+var ErrLocked = errors.New("data directory in use")
+
+// lockDir takes an exclusive lock on the file delayq.lock in dir, so that two servers never
+// run a redis-server on the same AOF. The lock lasts until the returned file is closed, or
+// the process ends.
+func lockDir(dir string) (*os.File, error) {
+	path := filepath.Join(dir, "delayq.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("embedded redis: opening the lock file: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := os.ReadFile(path)
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("embedded redis: %w: %s is used by another delayq server (pid %s); give each server its own --data-dir",
+				ErrLocked, dir, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("embedded redis: locking %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
+}
