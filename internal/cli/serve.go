@@ -89,7 +89,14 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	} else if len(opts.allow) > 0 {
 		log.Warn("--webhook-allow-cidr has no effect without --webhook-secret: push delivery is off")
 	}
+	// Set below, before the listener opens, once the dispatcher exists.
+	var watchPush func(topic string)
 	handler, err := httpapi.New(httpapi.Config{
+		PushEnqueued: func(topic string) {
+			if watchPush != nil {
+				watchPush(topic)
+			}
+		},
 		Client:         dq,
 		Tokens:         cfg.tokens,
 		Metrics:        m,
@@ -116,6 +123,11 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		}
 		if err := d.Start(ctx); err != nil {
 			return fmt.Errorf("starting webhook delivery: %w", err)
+		}
+		watchPush = func(topic string) {
+			if err := d.Watch(ctx, topic); err != nil {
+				log.Debug("webhook delivery: watching a new topic", "topic", topic, "err", err)
+			}
 		}
 		stopDispatcher = func(ctx context.Context) {
 			if err := d.Stop(ctx); err != nil {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -50,6 +51,11 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), o.Wait+a.timeout)
 	defer cancel()
 	jobs, err := bounded(ctx, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) })
+	if err != nil && r.Context().Err() != nil && errors.Is(err, context.Canceled) {
+		// The wait was ended by the server shutting down (or the client leaving): nothing was
+		// leased, and an empty answer tells a consumer to come back.
+		jobs, err = nil, nil
+	}
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,9 @@ type Config struct {
 	// addresses); its error refuses the job with its text. Nil means push delivery is disabled,
 	// and any job with a callback_url is refused.
 	CheckCallback func(ctx context.Context, rawURL string) error
+	// PushEnqueued, when set, is told the topic of every enqueued job that has a callback_url,
+	// so that push delivery can start on a new topic at once.
+	PushEnqueued func(topic string)
 	// RequestTimeout bounds every store call, beyond a reserve's wait, so that a hung or absent
 	// Redis gives 503 unavailable instead of a hung request. Defaults to 5s.
 	RequestTimeout time.Duration
@@ -66,6 +69,7 @@ type api struct {
 	m          *metrics.Metrics
 	reg        *prometheus.Registry
 	check      func(ctx context.Context, rawURL string) error
+	pushed     func(topic string)
 	timeout    time.Duration
 	redis      redis.UniversalClient
 	log        *slog.Logger
@@ -92,6 +96,7 @@ func New(cfg Config) (http.Handler, error) {
 		m:       cfg.Metrics,
 		reg:     cfg.Registry,
 		check:   cfg.CheckCallback,
+		pushed:  cfg.PushEnqueued,
 		timeout: cfg.RequestTimeout,
 		redis:   cfg.Redis,
 		log:     cfg.Logger,

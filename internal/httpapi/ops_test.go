@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -322,5 +323,47 @@ func TestClientGoneEndsWait(t *testing.T) {
 	}
 	if took := time.Since(start); took < 300*time.Millisecond {
 		t.Fatalf("the reserve of an empty topic returned after %v, before its client went away", took)
+	}
+}
+
+// TestCancelledWaitAnswersEmpty checks that a long poll ended from the server side (shutdown)
+// answers 200 with no jobs rather than an error.
+func TestCancelledWaitAnswersEmpty(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/topics/quiet/reserve", strings.NewReader(`{"wait_ms": 60000}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	time.AfterFunc(200*time.Millisecond, cancel)
+	e.handler.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"jobs":[]`) {
+		t.Fatalf("a cut-short long poll answered %d %s; want 200 with no jobs", rec.Code, rec.Body)
+	}
+}
+
+// TestPushEnqueuedHook checks that the push delivery hook hears of every topic that gets a
+// job with a callback_url, and of no other.
+func TestPushEnqueuedHook(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var heard []string
+	e := newEnv(t, func(c *Config) {
+		c.PushEnqueued = func(topic string) { mu.Lock(); heard = append(heard, topic); mu.Unlock() }
+	})
+	post := func(path, body string) {
+		t.Helper()
+		r := e.raw(e.pushURL, "POST", path, "application/json", body)
+		if r.status >= 300 {
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+	post("/v1/topics/pull/jobs", `{"body": 1}`)
+	post("/v1/topics/push-one/jobs", `{"body": 1, "callback_url": "https://hooks.example/x"}`)
+	post("/v1/topics/push-batch/jobs/batch", `{"jobs": [{"body": 1}, {"callback_url": "https://hooks.example/y"}]}`)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(heard, ",") != "push-one,push-batch" {
+		t.Errorf("hook heard %v, want [push-one push-batch]", heard)
 	}
 }

@@ -48,6 +48,9 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if a.m != nil {
 		a.m.Enqueued.WithLabelValues(topic).Inc()
 	}
+	if job.CallbackURL != "" && a.pushed != nil {
+		a.pushed(topic)
+	}
 	a.writeJSON(w, http.StatusCreated, toJobJSON(job))
 	return nil
 }
@@ -104,7 +107,7 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		added := 0
+		added, pushed := 0, false
 		for k, br := range res {
 			i := origin[k]
 			if br.Err != nil {
@@ -113,6 +116,10 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 			}
 			results[i].Job = toJobJSON(br.Job)
 			added++
+			pushed = pushed || br.Job.CallbackURL != ""
+		}
+		if pushed && a.pushed != nil {
+			a.pushed(topic)
 		}
 		if a.m != nil && added > 0 {
 			a.m.Enqueued.WithLabelValues(topic).Add(float64(added))
