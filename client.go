@@ -78,6 +78,14 @@ type Config struct {
 	BulkLimit int
 	// Logger receives warnings. Defaults to slog.Default().
 	Logger *slog.Logger
+	// WaitReplicas, when above 0, makes each enqueue wait until that many replicas confirm its
+	// writes (Redis WAIT), so that a failover to a replica cannot lose a job whose enqueue
+	// succeeded. An enqueue that fewer replicas confirm within WaitTimeout returns an error,
+	// although its jobs were written to the primary and may still be delivered. Not supported
+	// on a Redis Cluster client. Defaults to 0: no waiting.
+	WaitReplicas int
+	// WaitTimeout bounds that wait; keep it below the Redis client's read timeout. Defaults to 1s.
+	WaitTimeout time.Duration
 }
 
 var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
@@ -109,6 +117,12 @@ func (c *Config) validate() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.WaitTimeout == 0 {
+		c.WaitTimeout = time.Second
+	}
+	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
+		return invalid("wait_replicas", "replicas %d and timeout %v must not be negative", c.WaitReplicas, c.WaitTimeout)
 	}
 	c.Limits.setDefaults()
 	return nil
@@ -147,6 +161,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if _, ok := rdb.(*redis.ClusterClient); ok && cfg.WaitReplicas > 0 {
+		return nil, invalid("wait_replicas", "not supported on a Redis Cluster client")
+	}
 	c := &Client{
 		cfg:    cfg,
 		store:  store.New(rdb, cfg.Namespace),
@@ -158,6 +175,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 	// Two flushes in flight: one being served by Redis while the next one fills.
 	c.enqueuer = newCoalescer(cfg.Limits.MaxBatch, 2, c.flushEnqueues)
 	c.acker = newCoalescer(cfg.Limits.MaxBatch, 2, c.flushAcks)
+	c.store.SetWaitReplicas(cfg.WaitReplicas, cfg.WaitTimeout)
 	if err := c.checkServer(ctx); err != nil {
 		return nil, err
 	}
@@ -176,6 +194,12 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	c.wg.Wait()
 	return nil
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // checkServer warns about server settings that lose jobs. Sentinel and Cluster clients ask one

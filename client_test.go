@@ -2,9 +2,12 @@ package delayq
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delayq/delayq/internal/redistest"
 )
@@ -51,5 +54,27 @@ func TestConfigValidation(t *testing.T) {
 	}
 	if _, err := New(testContext(t), nil, Config{}); err == nil {
 		t.Error("New(nil client) succeeded")
+	}
+}
+
+func TestCloseWhileConsumersWait(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Partitions: 3})
+	ctx := testContext(t)
+	done := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			_, err := c.Reserve(ctx, fmt.Sprint("t", i), ReserveOptions{Wait: 200 * time.Millisecond})
+			done <- err
+		}()
+	}
+	c.Close()
+	for range 8 {
+		if err := <-done; err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Reserve racing Close = %v", err)
+		}
+	}
+	if _, err := c.Reserve(ctx, "t", ReserveOptions{}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Reserve after Close = %v, want ErrClosed", err)
 	}
 }

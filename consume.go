@@ -69,6 +69,9 @@ func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*t
 	if push {
 		lane = store.LanePush
 	}
+	if c.isClosed() {
+		return nil, "", ErrClosed
+	}
 	t := c.laneState(topic, lane, n)
 	c.listen(t, n)
 	return t, lane, nil

@@ -177,6 +177,12 @@ func (c *Client) listen(t *topicState, n int) {
 		}
 		groups[len(groups)-1] = append(groups[len(groups)-1], ch)
 	}
+	// Under c.mu, so that Close either sees these goroutines in its wait or they never start.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
 	for _, chans := range groups {
 		c.wg.Add(1)
 		go c.listenLoop(t, chans, partOf)

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -63,6 +64,11 @@ type Store struct {
 
 	// clockOffset is added to the server's TIME in every script; tests set it to move time.
 	clockOffset atomic.Int64
+
+	// waitReplicas, when above 0, is how many replicas must confirm an enqueue within
+	// waitTimeout (see SetWaitReplicas).
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 // New returns a Store for keys under namespace ns.
@@ -78,6 +84,12 @@ func (s *Store) ClockOffset() int64 { return s.clockOffset.Load() }
 
 // SetClockOffset moves the clock every script sees by ms milliseconds (tests only).
 func (s *Store) SetClockOffset(ms int64) { s.clockOffset.Store(ms) }
+
+// SetWaitReplicas makes EnqueueMany fail unless n replicas confirm its writes within timeout.
+// Call it before the Store is used.
+func (s *Store) SetWaitReplicas(n int, timeout time.Duration) {
+	s.waitReplicas, s.waitTimeout = n, timeout
+}
 
 // Partition returns the keys of partition n of topic.
 func (s *Store) Partition(topic string, n int) keys.Partition { return keys.For(s.ns, topic, n) }
@@ -135,6 +147,10 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 	for i := range pending {
 		pending[i] = i
 	}
+	// Enqueues are confirmed by replicas when asked: WAIT covers the writes of its own
+	// connection only, so it ends each pipeline that carried them.
+	var waits []*redis.IntCmd
+	confirm := sc == enqueueScript && s.waitReplicas > 0
 	for _, eval := range []bool{false, true} {
 		_, _ = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for _, i := range pending {
@@ -145,6 +161,11 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 				} else {
 					cmds[i] = sc.EvalSha(ctx, pipe, p.All(), args...)
 				}
+			}
+			if confirm {
+				w := redis.NewIntCmd(ctx, "wait", s.waitReplicas, s.waitTimeout.Milliseconds())
+				_ = pipe.Process(ctx, w)
+				waits = append(waits, w)
 			}
 			return nil
 		})
@@ -162,6 +183,15 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 	for _, c := range cmds {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("delayq: pipeline: %w", err)
+		}
+	}
+	for _, w := range waits {
+		n, err := w.Result()
+		if err != nil {
+			return nil, fmt.Errorf("delayq: waiting for replicas: %w", err)
+		}
+		if n < int64(s.waitReplicas) {
+			return nil, fmt.Errorf("delayq: %d of %d replicas confirmed the write within %v", n, s.waitReplicas, s.waitTimeout)
 		}
 	}
 	return cmds, nil
