@@ -129,3 +129,37 @@ func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
 	b.Fatal(fmt.Sprint("no used_memory in INFO memory"))
 	return 0
 }
+
+// BenchmarkWorkerDrain measures how fast a Worker with 16 handler slots drains a backlog of due
+// jobs whose handler does nothing.
+func BenchmarkWorkerDrain(b *testing.B) {
+	c, _ := newBenchClient(b)
+	ctx := context.Background()
+	specs := make([]Spec, 1000)
+	for i := range specs {
+		specs[i] = Spec{Body: body100}
+	}
+	for i := 0; i < b.N; i += len(specs) {
+		if _, err := c.EnqueueBatch(ctx, "drain", specs[:min(len(specs), b.N-i)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var handled atomic.Int64
+	done := make(chan struct{})
+	w, err := NewWorker(c, WorkerConfig{Concurrency: 16})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w.Handle(ctx, "drain", func(ctx context.Context, j *Job) error {
+		if handled.Add(1) == int64(b.N) {
+			close(done)
+		}
+		return nil
+	})
+	b.ResetTimer()
+	w.Start(ctx)
+	<-done
+	b.StopTimer()
+	w.Stop(ctx)
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}

@@ -244,11 +244,13 @@ func (w *Worker) run(job *Job, h Handler) {
 	w.jobs.Add(1)
 	go func() {
 		defer w.jobs.Done()
-		defer func() { w.slots <- struct{}{} }()
 		defer cancel()
 		stopRenew := w.renew(ctx, job, cancel)
 		err := callHandler(ctx, h, job)
 		stopRenew()
+		// The handler's slot is free once it returns: the ack or nack below is bookkeeping, and
+		// the fetcher may lease the next job while it travels.
+		w.slots <- struct{}{}
 		w.mu.Lock()
 		_, mine := w.running[job]
 		delete(w.running, job)
