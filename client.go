@@ -142,7 +142,9 @@ type Client struct {
 	topics map[string]*topicState
 	closed bool
 	stop   chan struct{}
-	wg     sync.WaitGroup
+	// notices wakes waiting consumers; guarded by its own mutex.
+	notices notices
+	wg      sync.WaitGroup
 }
 
 // New returns a Client on rdb, which may be a standalone, Sentinel (failover) or Cluster client.

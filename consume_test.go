@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -486,5 +487,37 @@ func waitFor(t testing.TB, cond func() bool) {
 			t.Fatal("condition not met in 10s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{Partitions: 2, RecheckInterval: time.Minute})
+	ctx := testContext(t)
+	for _, topic := range []string{"a", "b", "c"} {
+		for _, push := range []bool{false, true} {
+			if _, err := c.Reserve(ctx, topic, ReserveOptions{Push: push}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitFor(t, func() bool {
+		n := rdb.PubSubShardNumSub(ctx, c.store.Partition("c", 1).Notify()).Val()
+		return n[c.store.Partition("c", 1).Notify()] == 1
+	})
+	clients, err := rdb.ClientList(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(clients, "flags=P"); n != 1 {
+		t.Errorf("%d pub/sub connections for 3 topics × 2 lanes, want 1:\n%s", n, clients)
+	}
+	// And a notice still reaches both lanes' waiters: a pull job wakes the pull consumer.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		mustEnqueue(t, newClientOn(t, rdb, Config{}), "b", Spec{ID: "x"})
+	}()
+	if j := reserveOne(t, c, "b", 5*time.Second); j.ID != "x" {
+		t.Fatalf("got %s", j.ID)
 	}
 }

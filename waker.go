@@ -2,12 +2,9 @@ package delayq
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // never stands for "nothing is due in this partition until a notice says otherwise".
@@ -147,85 +144,6 @@ func (t *topicState) wait(ctx context.Context, deadline time.Time, recheck time.
 	case <-timer.C:
 		if isRecheck {
 			t.recheck(nil)
-		}
-	}
-}
-
-// listen starts, once per topic state, the goroutines that turn the partitions' shard pub/sub
-// notices into wake-ups. On a Cluster each partition's channel lives on its own shard, so each
-// gets its own subscription; elsewhere one subscription carries them all.
-func (c *Client) listen(t *topicState, n int) {
-	if c.cfg.PollInterval > 0 {
-		return
-	}
-	t.mu.Lock()
-	if t.listening {
-		t.mu.Unlock()
-		return
-	}
-	t.listening = true
-	t.mu.Unlock()
-
-	partOf := make(map[string]int, n)
-	var groups [][]string
-	_, cluster := c.store.Client().(*redis.ClusterClient)
-	for p := range n {
-		ch := c.store.Partition(t.name, p).Notify()
-		partOf[ch] = p
-		if cluster || len(groups) == 0 {
-			groups = append(groups, nil)
-		}
-		groups[len(groups)-1] = append(groups[len(groups)-1], ch)
-	}
-	// Under c.mu, so that Close either sees these goroutines in its wait or they never start.
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	for _, chans := range groups {
-		c.wg.Add(1)
-		go c.listenLoop(t, chans, partOf)
-	}
-}
-
-func (c *Client) listenLoop(t *topicState, chans []string, partOf map[string]int) {
-	defer c.wg.Done()
-	parts := make([]int, len(chans))
-	for i, ch := range chans {
-		parts[i] = partOf[ch]
-	}
-	ctx := context.Background()
-	ps := c.store.Client().SSubscribe(ctx, chans...)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-c.stop:
-		case <-done:
-		}
-		ps.Close()
-	}()
-	for {
-		msg, err := ps.Receive(ctx)
-		if err != nil {
-			select {
-			case <-c.stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			// Notices may have been lost while the connection was down.
-			t.recheck(parts)
-			continue
-		}
-		switch m := msg.(type) {
-		case *redis.Subscription:
-			// (Re)subscribed: anything published before now went unheard.
-			t.recheck(parts)
-		case *redis.Message:
-			if due, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
-				t.notice(partOf[m.Channel], due)
-			}
 		}
 	}
 }

@@ -1,0 +1,146 @@
+package delayq
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// notices turns the partitions' shard pub/sub messages into wake-ups of the topic states that
+// wait on them. A Client holds one subscription for every topic and lane — one connection —
+// except on a Cluster, where each channel lives on its own shard and so gets a subscription of
+// its own.
+type notices struct {
+	c *Client
+
+	mu      sync.Mutex
+	targets map[string][]target // channel → the states and partitions it wakes
+	shared  *redis.PubSub       // the one subscription, when not on a Cluster
+}
+
+// target is one partition of one topic state.
+type target struct {
+	t *topicState
+	p int
+}
+
+// listen makes notices of t's n partitions wake t; once per topic state. It does nothing when
+// the Client polls instead, or is closed.
+func (c *Client) listen(t *topicState, n int) {
+	if c.cfg.PollInterval > 0 {
+		return
+	}
+	t.mu.Lock()
+	if t.listening {
+		t.mu.Unlock()
+		return
+	}
+	t.listening = true
+	t.mu.Unlock()
+
+	// Under c.mu, so that Close either sees the goroutines started here in its wait or they
+	// never start.
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	h := &c.notices
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.targets == nil {
+		h.c, h.targets = c, map[string][]target{}
+	}
+	var fresh []string
+	for p := range n {
+		ch := c.store.Partition(t.name, p).Notify()
+		if len(h.targets[ch]) == 0 {
+			fresh = append(fresh, ch)
+		}
+		h.targets[ch] = append(h.targets[ch], target{t, p})
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	if _, cluster := c.store.Client().(*redis.ClusterClient); cluster {
+		for _, ch := range fresh {
+			c.wg.Add(1)
+			go h.receive(c.store.Client().SSubscribe(context.Background(), ch))
+		}
+		return
+	}
+	if h.shared == nil {
+		h.shared = c.store.Client().SSubscribe(context.Background(), fresh...)
+		c.wg.Add(1)
+		go h.receive(h.shared)
+		return
+	}
+	if err := h.shared.SSubscribe(context.Background(), fresh...); err != nil {
+		// The subscription resubscribes every channel when it reconnects; until then the
+		// periodic recheck covers these partitions.
+		c.log.Warn("delayq: subscribing to wake-up notices", "err", err)
+	}
+}
+
+// receive reads one subscription until the Client closes.
+func (h *notices) receive(ps *redis.PubSub) {
+	defer h.c.wg.Done()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-h.c.stop:
+		case <-done:
+		}
+		ps.Close()
+	}()
+	for {
+		msg, err := ps.Receive(context.Background())
+		if err != nil {
+			select {
+			case <-h.c.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			// Notices may have been lost while the connection was down.
+			h.recheckAll()
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			// (Re)subscribed: anything published before now went unheard.
+			for _, tg := range h.targetsOf(m.Channel) {
+				tg.t.recheck([]int{tg.p})
+			}
+		case *redis.Message:
+			due, err := strconv.ParseInt(m.Payload, 10, 64)
+			if err != nil {
+				continue
+			}
+			for _, tg := range h.targetsOf(m.Channel) {
+				tg.t.notice(tg.p, due)
+			}
+		}
+	}
+}
+
+func (h *notices) targetsOf(channel string) []target {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.targets[channel]
+}
+
+func (h *notices) recheckAll() {
+	h.mu.Lock()
+	var all []target
+	for _, ts := range h.targets {
+		all = append(all, ts...)
+	}
+	h.mu.Unlock()
+	for _, tg := range all {
+		tg.t.recheck([]int{tg.p})
+	}
+}
