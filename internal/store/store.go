@@ -5,7 +5,6 @@ package store
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"strconv"
@@ -25,21 +24,6 @@ var (
 	ErrLeaseLost  = errors.New("delayq: lease lost")
 	ErrWrongState = errors.New("delayq: job is reserved or dead")
 )
-
-//go:embed scripts/*.lua
-var scriptFiles embed.FS
-
-func loadScript(name string) *redis.Script {
-	lib, err := scriptFiles.ReadFile("scripts/lib.lua")
-	if err != nil {
-		panic(err)
-	}
-	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
-	if err != nil {
-		panic(err)
-	}
-	return redis.NewScript(string(lib) + "\n" + string(body))
-}
 
 var (
 	enqueueScript     = loadScript("enqueue")
@@ -455,6 +439,11 @@ func deadArgs(ids []string, limit int) []any {
 // partition count the topic has.
 func (s *Store) RegisterTopic(ctx context.Context, topic string, n int) (int, error) {
 	key := keys.Topics(s.ns)
+	// A known topic needs no write, which Redis refuses when it is over maxmemory: a consumer
+	// must be able to start and drain a full Redis.
+	if got, err := s.rdb.HGet(ctx, key, topic).Int(); err == nil {
+		return got, nil
+	}
 	if err := s.rdb.HSetNX(ctx, key, topic, n).Err(); err != nil {
 		return 0, fmt.Errorf("delayq: register topic: %w", err)
 	}

@@ -150,6 +150,10 @@ end
 local function promote(limit)
   local ids = redis.call('ZRANGE', DELAYED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
   if #ids == 0 then return 0 end
+  -- Remove first: over maxmemory Redis refuses a script whose first write may grow memory
+  -- (ZADD) but lets one finish that has written already, so consumers can still drain (and
+  -- free memory) when it is full.
+  redis.call('ZREM', DELAYED, unpack(ids))
   for _, id in ipairs(ids) do
     local j = load_job(id)
     if j then
@@ -157,7 +161,6 @@ local function promote(limit)
       redis.call('ZADD', set, ready_score(j[F_PRIORITY], run_at(j)), id)
     end
   end
-  redis.call('ZREM', DELAYED, unpack(ids))
   return #ids
 end
 

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"embed"
+	"regexp"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+//go:embed scripts/*.lua
+var scriptFiles embed.FS
+
+// loadScript returns the script scripts/<name>.lua with the part of lib.lua it uses.
+func loadScript(name string) *redis.Script {
+	lib, err := scriptFiles.ReadFile("scripts/lib.lua")
+	if err != nil {
+		panic(err)
+	}
+	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
+	if err != nil {
+		panic(err)
+	}
+	return redis.NewScript(prelude(string(lib), string(body)) + "\n" + string(body))
+}
+
+var (
+	functionStart = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
+	identifier    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+)
+
+// libChunk is a top-level piece of lib.lua: a function with the comment above it, or any other
+// statement.
+type libChunk struct {
+	function string // the function's name; "" for a statement
+	text     string
+}
+
+// prelude returns the statements of lib and those of its functions that body uses, directly or
+// through other functions, in lib's order. Redis runs a script's whole text on every call, and
+// making a closure costs about half a microsecond, so a script should not define the twenty
+// functions it never calls.
+func prelude(lib, body string) string {
+	chunks := splitLib(lib)
+	needed := map[string]bool{}
+	use := func(text string) {
+		for _, id := range identifier.FindAllString(text, -1) {
+			needed[id] = true
+		}
+	}
+	use(body)
+	for _, c := range chunks {
+		if c.function == "" {
+			use(c.text)
+		}
+	}
+	for grew := true; grew; {
+		grew = false
+		for _, c := range chunks {
+			if c.function != "" && needed[c.function] && !needed["\x00"+c.function] {
+				needed["\x00"+c.function] = true // its own references are in
+				use(c.text)
+				grew = true
+			}
+		}
+	}
+	var out strings.Builder
+	for _, c := range chunks {
+		if c.function == "" || needed[c.function] {
+			out.WriteString(c.text)
+		}
+	}
+	return out.String()
+}
+
+// splitLib cuts lib.lua into top-level chunks. A function runs from its "local function" line to
+// the first line that is exactly "end"; comment lines directly above a chunk belong to it.
+func splitLib(lib string) []libChunk {
+	var chunks []libChunk
+	var pending strings.Builder // comments waiting for the chunk they describe
+	lines := strings.SplitAfter(lib, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(trimmed, "--"):
+			pending.WriteString(line)
+		case trimmed == "":
+			chunks = append(chunks, libChunk{text: pending.String() + line})
+			pending.Reset()
+		default:
+			c := libChunk{text: pending.String()}
+			pending.Reset()
+			if m := functionStart.FindStringSubmatch(line); m != nil {
+				c.function = m[1]
+				for ; i < len(lines) && strings.TrimRight(lines[i], "\r\n") != "end"; i++ {
+					c.text += lines[i]
+				}
+				if i < len(lines) {
+					c.text += lines[i]
+				}
+			} else {
+				c.text += line
+			}
+			chunks = append(chunks, c)
+		}
+	}
+	if pending.Len() > 0 {
+		chunks = append(chunks, libChunk{text: pending.String()})
+	}
+	return chunks
+}
