@@ -396,4 +396,3 @@ func (s *Store) Stats(ctx context.Context, parts []keys.Partition) ([]Counts, er
 	}
 	return out, nil
 }
-
