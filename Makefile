@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint bench build run ensure-redis
+.PHONY: all test test-short lint bench bench-smoke bench-peers build run ensure-redis
 
 all: lint test
 
@@ -15,6 +15,20 @@ test: ensure-redis
 
 test-short: ensure-redis
 	$(GO) test -race -count=1 -timeout 15m -short ./...
+
+# The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over
+# agents and Redis under load and counts every job. The measured figures are written to
+# bin/faults-<profile>.jsonl; docs/reliability.md holds them.
+.PHONY: test-faults test-faults-full
+test-faults: ensure-redis
+	@mkdir -p bin && rm -f bin/faults-short.jsonl
+	DELAYQ_FAULTS=short DELAYQ_FAULTS_RESULTS=$(CURDIR)/bin/faults-short.jsonl \
+		$(GO) test -tags faults -count=1 -timeout 15m -v ./internal/faults/
+
+test-faults-full: ensure-redis
+	@mkdir -p bin && rm -f bin/faults-full.jsonl
+	DELAYQ_FAULTS=full DELAYQ_FAULTS_RESULTS=$(CURDIR)/bin/faults-full.jsonl \
+		$(GO) test -tags faults -count=1 -timeout 90m -v ./internal/faults/
 
 lint:
 	@out="$$(gofmt -l .)"; \
@@ -35,3 +49,12 @@ build:
 # pass flags with ARGS, e.g. make run ARGS="--listen :8080".
 run:
 	bash scripts/ensure-redis.sh && $(GO) run ./cmd/delayq server $(ARGS)
+
+# A smoke run of every benchmark scenario at small counts, through the delayq binary.
+bench-smoke: ensure-redis
+	$(GO) run ./cmd/delayq bench --quick
+
+# delayq side by side with asynq and BullMQ on one redis-server, 3 runs each; rewrites
+# BENCHMARKS.md. Needs Node 20 and npm for BullMQ.
+bench-peers: ensure-redis
+	cd bench/peers && $(GO) run . -runs 3

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/delayq/delayq/internal/bench"
 )
 
 // env reads environment variables; Run's caller passes os.Getenv.
@@ -59,6 +61,7 @@ is given); the other commands call a running server's API.`),
 		newTopicsCmd(),
 		newStatsCmd(),
 		newDeadCmd(),
+		bench.Command(),
 	)
 	return root
 }

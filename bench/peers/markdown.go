@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/delayq/delayq/internal/bench"
+)
+
+// peerNotes explain, next to each scenario's numbers, what in each queue's design makes them.
+var peerNotes = map[string][]string{
+	"enqueue": {
+		"delayq: `Enqueue` is one script call; `EnqueueBatch` sends one script call per partition (one partition on a standalone Redis), carrying the whole batch.",
+		"asynq: no batch enqueue, so the batch rows are n/a; each `Client.Enqueue` is one script call.",
+		"BullMQ: `Queue.add` is one script call; `addBulk` sends one script call per job in one MULTI.",
+	},
+	"memory": {
+		"delayq keeps a job as a field of its partition's hash, plus a sorted-set member; asynq and BullMQ keep one hash key per job (about 100 B of key overhead each) plus sorted-set members; BullMQ also appends an entry to its events stream for every job added (capped at about 10,000 entries by default).",
+	},
+	"precision": {
+		"asynq: `ProcessAt` stores the due time as whole Unix seconds (`t.Unix()`), so a job can be handed out up to 1 s before the time asked for; due jobs are moved by a forwarder every `DelayedTaskCheckInterval` (set to " + asynqDelayedCheck.String() + " here; its default of 5 s makes it up to 5 s late) and an idle processor polls every `TaskCheckInterval` (" + asynqTaskCheck.String() + " here; default 1 s). asynq does not report when Redis handed a job out, so only receipt times are measured.",
+		"BullMQ: an idle worker waits in a blocking `BZPOPMIN` on its marker key with a timeout set to the next delayed job's due time; Redis checks blocking timeouts `hz` times a second (hz 10 here), so a delayed job can be up to ~100 ms late unless another event wakes the worker first. BullMQ computes due time as the client's `Date.now()` at `add` plus `delay`; the driver rounds the delay up so that no job is asked to run early.",
+		"delayq: the worker's own timer fires at the earliest known due time (learned from reserve replies and shard pub/sub notices) and the reserve script compares due times with Redis `TIME`; the Redis-clock rows time the lease (lease deadline − TTR, whole milliseconds).",
+	},
+	"e2e": {
+		"All three run 16 handlers that return at once. delayq's worker leases as many jobs as it has free slots in one script call and acks each job with one call; asynq dequeues one task per script call and marks it done with another; BullMQ's worker fetches the next job in the same script call that completes the previous one.",
+	},
+	"burst": {
+		"The harness sets `slowlog-log-slower-than 10000` (10 ms) and `latency-monitor-threshold 10`, resets SLOWLOG and LATENCY just before the due instant, and reports the longest command logged while the burst is delivered.",
+		"asynq: the forwarder moves at most 100 due tasks per script call; BullMQ promotes delayed jobs in batches of 1000 per script call; delayq's reserve promotes at most `BulkLimit` (1000) due jobs per call.",
+	},
+	"http": {
+		"delayq's own HTTP API; its peers have none, so only delayq is measured.",
+	},
+	"scaling": {
+		"The backlog's jobs are due over the following hour, so the sorted sets hold every one of them while the probe enqueues.",
+	},
+	"scripts": {
+		"delayq only: each stage runs one kind of call alone with SLOWLOG recording every command, so that the server time of each script can be read off; this is the profile that guides the optimisation work.",
+	},
+}
+
+func renderMarkdown(r *report, chartDir string) string {
+	var b strings.Builder
+	b.WriteString("# delayq benchmarks\n\n")
+	b.WriteString("delayq measured side by side with [hibiken/asynq](https://github.com/hibiken/asynq) and [BullMQ](https://bullmq.io) on the same redis-server, in the same run: every scenario runs for every queue in turn (the order rotates from run to run), with `FLUSHALL` in between. ")
+	fmt.Fprintf(&b, "Each figure is the **median (min–max) of %d runs**. \"delayq vs best peer\" divides so that above 1× means delayq is ahead: delayq's figure over the best peer's for rates, the best peer's over delayq's for times and sizes. ", r.Runs)
+	b.WriteString("The \"target\" column holds the goals delayq's performance work must reach.\n\n")
+	if r.Quick {
+		b.WriteString("> **These are quick smoke-run counts, not the real benchmark.**\n\n")
+	}
+	b.WriteString("## How these numbers were made\n\n")
+	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", r.Command)
+	b.WriteString("`make bench-peers` runs `go run .` in `bench/peers`, a Go module of its own (so the peers never become dependencies of delayq), which starts its own `redis-server` on a loopback port with default settings and no persistence, runs `npm ci` in `bench/peers/bullmq` if needed, and rewrites this file, `bench/peers/results.json` (every run's raw figures) and the charts. `go run . -from results.json` rewrites the report from saved figures. delayq alone, on any Redis: `delayq bench` (`--quick`, `--json`, `--scenarios`, `--cpuprofile`).\n\n")
+	fmt.Fprintf(&b, "- Machine: %d CPUs, %s, %s memory, %s\n", r.Machine.CPUs, r.Machine.CPU, r.Machine.Memory, r.Machine.OS)
+	var vs []string
+	for _, k := range []string{"delayq", "redis", "go", "asynq", "bullmq", "node"} {
+		if v, ok := r.Versions[k]; ok {
+			vs = append(vs, fmt.Sprintf("%s %s", k, v))
+		}
+	}
+	fmt.Fprintf(&b, "- Versions: %s\n", strings.Join(vs, ", "))
+	fmt.Fprintf(&b, "- Redis: hz %s, no persistence; one client process per queue (Go for delayq and asynq, Node for BullMQ), all on the same machine as Redis\n", r.Hz)
+	fmt.Fprintf(&b, "- Ran from %s to %s (%s)\n", r.Started.Format("2006-01-02 15:04 UTC"), r.Finished.Format("15:04 UTC"), r.Finished.Sub(r.Started).Round(1e9))
+	b.WriteString("- The machine is small and shared (2 cores for Redis, the queue's client and the harness together): expect run-to-run noise of 10–20 % in the rates; compare the queues within one table rather than with other machines.\n\n")
+
+	var sections strings.Builder
+	var miss []missed
+	docs := map[string]string{}
+	for _, s := range bench.Scenarios() {
+		docs[s.Name] = s.Doc
+	}
+	for _, sc := range r.scenarios() {
+		fmt.Fprintf(&sections, "## %s\n\n%s.\n\n", sc, capitalize(docs[sc]))
+		miss = append(miss, r.scenarioTable(&sections, sc)...)
+		sections.WriteString("\n")
+		for _, n := range peerNotes[sc] {
+			fmt.Fprintf(&sections, "- %s\n", n)
+		}
+		r.notes(&sections, sc)
+		r.redisProfile(&sections, sc)
+		sections.WriteString("\n")
+		if sc == "precision" {
+			fmt.Fprintf(&sections, "![lateness distribution](%s/lateness.svg)\n\n", chartDir)
+		}
+	}
+	b.WriteString("## Targets missed\n\n")
+	if len(miss) == 0 {
+		b.WriteString("None: delayq meets every target in this run.\n\n")
+	} else {
+		b.WriteString("| scenario | metric | target | delayq |\n|---|---|---|---|\n")
+		for _, m := range miss {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", m.scenario, m.metric, m.target, m.got)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "![throughput](%s/throughput.svg)\n\n", chartDir)
+	b.WriteString(sections.String())
+	return strings.TrimRight(b.String(), "\n") + "\n"
+}
+
+// redisProfile lists the costliest Redis commands of delayq's first run of a scenario.
+func (r *report) redisProfile(b *strings.Builder, scenario string) {
+	res := r.results(scenario, "delayq")
+	if len(res) == 0 || len(res[0].Stages) == 0 {
+		return
+	}
+	b.WriteString("\n<details><summary>delayq's Redis profile (INFO commandstats, first run)</summary>\n\n")
+	b.WriteString("| stage | command | calls | µs/call | total ms |\n|---|---|---:|---:|---:|\n")
+	for _, st := range res[0].Stages {
+		cmds := slices.Clone(st.Commands)
+		for i, c := range cmds {
+			if i == 5 {
+				break
+			}
+			fmt.Fprintf(b, "| %s | %s | %d | %.1f | %.1f |\n", st.Name, c.Command, c.Calls, c.UsecPerCall, float64(c.Usec)/1000)
+		}
+	}
+	b.WriteString("\nCommands run inside scripts are counted on their own lines as well as in `evalsha`.\n\n</details>\n")
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
