@@ -274,30 +274,33 @@ func callHandler(ctx context.Context, h Handler, job *Job) (err error) {
 // renew touches the job's lease every half TTR while its handler runs; a lost lease cancels
 // the handler. It returns a function that stops the renewal.
 func (w *Worker) renew(ctx context.Context, job *Job, lost context.CancelFunc) func() {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(max(job.TTR/2, 10*time.Millisecond))
-		defer tick.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, err := w.c.Touch(ctx, job.Topic, job.ID, job.Lease, job.TTR)
-				if errors.Is(err, ErrLeaseLost) {
-					w.log.Warn("delayq: lease lost while the handler ran", "topic", job.Topic, "id", job.ID)
-					lost()
-					return
-				}
-			}
+	// A timer rather than a goroutine per job: most handlers end long before their first renewal.
+	every := max(job.TTR/2, 10*time.Millisecond)
+	var mu sync.Mutex
+	stopped := false
+	var timer *time.Timer
+	mu.Lock() // the callback reads timer
+	defer mu.Unlock()
+	timer = time.AfterFunc(every, func() {
+		_, err := w.c.Touch(ctx, job.Topic, job.ID, job.Lease, job.TTR)
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return // the handler is done: its ack or nack settles the lease
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+		if errors.Is(err, ErrLeaseLost) {
+			w.log.Warn("delayq: lease lost while the handler ran", "topic", job.Topic, "id", job.ID)
+			lost()
+			return
+		}
+		timer.Reset(every)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		timer.Stop()
+	}
 }
 
 // finish acks or nacks job after its handler returned err.
