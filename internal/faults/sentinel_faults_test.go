@@ -1,0 +1,126 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/faults"
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+// do runs one command on the server at addr.
+func do(ctx context.Context, addr string, args ...any) (any, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr})
+	defer c.Close()
+	return c.Do(ctx, args...).Result()
+}
+
+// role returns the role line of INFO replication and whether the link to a primary is up.
+func role(ctx context.Context, addr string) (string, bool) {
+	v, err := do(ctx, addr, "INFO", "replication")
+	if err != nil {
+		return "", false
+	}
+	info := fmt.Sprint(v)
+	return infoField(info, "role"), infoField(info, "master_link_status") == "up"
+}
+
+// promoted reports whether every sentinel names addr as the primary and addr says it is one.
+func promoted(ctx context.Context, s *redistest.Sentinel, addr string) bool {
+	for _, sen := range s.SentinelAddrs() {
+		v, err := do(ctx, sen, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", s.MasterName)
+		hp, _ := v.([]any)
+		if err != nil || len(hp) != 2 || net.JoinHostPort(fmt.Sprint(hp[0]), fmt.Sprint(hp[1])) != addr {
+			return false
+		}
+	}
+	r, _ := role(ctx, addr)
+	return r == "master"
+}
+
+// Scenario 7: Sentinel, one primary and one replica in sync. A SENTINEL FAILOVER and a kill -9
+// of the primary, each under load, with and without Config.WaitReplicas = 1 (every enqueue
+// confirmed by WAIT 1). Without WAIT both can lose acknowledged jobs: a kill those that had not
+// reached the replica, a SENTINEL FAILOVER those written to the old primary after the replica
+// was promoted (Sentinel does not pause the old primary first); the figures are reported. With
+// WAIT nothing acknowledged is lost.
+func TestSentinel(t *testing.T) {
+	for _, fault := range []string{"failover", "kill"} {
+		for _, wait := range []bool{false, true} {
+			name := fault + "/no-wait"
+			if wait {
+				name = fault + "/wait-1"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel() // mostly waiting on the sentinels: the four share the machine well
+				sentinelScenario(t, fault, wait)
+			})
+		}
+	}
+}
+
+func sentinelScenario(t *testing.T, fault string, wait bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := redistest.NewSentinel(t)
+	url := "redis+sentinel://" + strings.Join(s.SentinelAddrs(), ",") + "/" + s.MasterName
+	h := newHarness(t, url, s.Client(t), delayq.Config{})
+	var extra []string
+	if wait {
+		extra = []string{"-wait-replicas", "1", "-wait-timeout", "500ms"}
+	}
+	n := scale(15000, 150000)
+	producer, worker := h.load("s", n, 25, extra...)
+
+	start := time.Now().UnixMilli()
+	switch fault {
+	case "failover":
+		h.waitFor("SENTINEL FAILOVER to be accepted", 20*time.Second, func() bool {
+			_, err := do(ctx, s.SentinelAddrs()[0], "SENTINEL", "FAILOVER", s.MasterName)
+			return err == nil
+		})
+	case "kill":
+		s.Primary.Kill(t)
+	}
+	h.waitFor("the sentinels to promote the replica", time.Minute, func() bool {
+		return promoted(ctx, s, s.Replica.Addr)
+	})
+	end := time.Now().UnixMilli()
+	if fault == "kill" {
+		// The old primary comes back empty (no persistence) and the sentinels make it a replica
+		// of the new one, which WAIT needs.
+		s.Primary.Restart(t)
+	}
+	h.waitFor("the old primary to follow the new one", time.Minute, func() bool {
+		r, up := role(ctx, s.Primary.Addr)
+		return r == "slave" && up
+	})
+	replicated := time.Now().UnixMilli()
+	// Acks recover once the replica is promoted; enqueues that wait for a replica, once the
+	// old primary follows the new one.
+	from := end
+	if wait {
+		from = replicated
+	}
+	rec := h.recovery(from, producer, worker)
+	h.finished(producer, 3*time.Minute)
+	h.drain(3*time.Minute, 0)
+	r := h.check(faults.Rules{Faults: []faults.Window{{Name: fault, Start: start, End: end}}}, !wait)
+	if r.Lost > 0 {
+		t.Logf("%s without WAIT: %d acknowledged jobs lost", fault, r.Lost)
+	}
+	record(t, figures(r, map[string]any{
+		"fault": fault, "wait_replicas": wait, "failover_ms": end - start, "recovery_ms": rec.Milliseconds(),
+		"replica_back_ms": replicated - start,
+		"enqueue_errors":  producer.count(faults.EnqueueErr),
+	}))
+}
