@@ -30,3 +30,22 @@ func TestReserveOverMaxMemory(t *testing.T) {
 		t.Fatalf("Ack over maxmemory: %v", err)
 	}
 }
+
+// Over maxmemory, a running job's lease can still be renewed.
+func TestTouchOverMaxMemory(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := newClientOn(t, rdb, Config{})
+	mustEnqueue(t, c, "full", Spec{ID: "a"})
+	j := reserveOne(t, c, "full", 0)
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "full", Spec{ID: "b"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	if _, err := c.Touch(ctx, "full", "a", j.Lease, time.Minute); err != nil {
+		t.Fatalf("Touch over maxmemory: %v", err)
+	}
+}

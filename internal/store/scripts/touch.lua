@@ -7,6 +7,9 @@ if not j then return 0 end
 local ttr = tonumber(ARGV[4])
 if ttr <= 0 then ttr = j[F_TTR] end
 j[F_LEASE_DEADLINE] = NOW + ttr
+-- Remove first: over maxmemory Redis refuses a script whose first write may grow memory, and a
+-- running job's lease must still be renewable when Redis is full.
+redis.call('ZREM', RESERVED, id)
 save(id, j)
 redis.call('ZADD', RESERVED, NOW + ttr, id)
 return NOW + ttr
