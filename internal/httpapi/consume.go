@@ -85,23 +85,30 @@ func checkLease(lease *string) (string, error) {
 	return *lease, nil
 }
 
-// ack is POST /v1/topics/{topic}/jobs/{id}/ack.
-func (a *api) ack(w http.ResponseWriter, r *http.Request) error {
+// withLease reads the {"lease": ...} body of a request about the job in r's path and runs op
+// on that job and lease. It returns the topic.
+func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, topic, id, lease string) error) (string, error) {
 	topic, id, err := jobParams(r)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var q leaseRequest
 	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
-		return err
+		return "", err
 	}
 	lease, err := checkLease(q.Lease)
 	if err != nil {
-		return err
+		return "", err
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.Ack(ctx, topic, id, lease) }); err != nil {
+	return topic, boundedErr(ctx, func(ctx context.Context) error { return op(ctx, topic, id, lease) })
+}
+
+// ack is POST /v1/topics/{topic}/jobs/{id}/ack.
+func (a *api) ack(w http.ResponseWriter, r *http.Request) error {
+	topic, err := a.withLease(w, r, a.c.Ack)
+	if err != nil {
 		return err
 	}
 	if a.m != nil {
@@ -114,21 +121,7 @@ func (a *api) ack(w http.ResponseWriter, r *http.Request) error {
 // release is POST /v1/topics/{topic}/jobs/{id}/release (an extension): the lease is given
 // back unfinished, the job is due again at once and the attempt does not count.
 func (a *api) release(w http.ResponseWriter, r *http.Request) error {
-	topic, id, err := jobParams(r)
-	if err != nil {
-		return err
-	}
-	var q leaseRequest
-	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
-		return err
-	}
-	lease, err := checkLease(q.Lease)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := a.storeContext(r)
-	defer cancel()
-	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.Release(ctx, topic, id, lease) }); err != nil {
+	if _, err := a.withLease(w, r, a.c.Release); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
