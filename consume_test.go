@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
 )
 
 // serverNow reads the Redis server's clock as the scripts of c see it.
@@ -519,5 +522,57 @@ func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
 	}()
 	if j := reserveOne(t, c, "b", 5*time.Second); j.ID != "x" {
 		t.Fatalf("got %s", j.ID)
+	}
+}
+
+// A bulk limit above what one Lua unpack can take (a few thousand values) still moves the whole
+// bound in one reserve call.
+func TestReserveWithALargeBulkLimit(t *testing.T) {
+	c, _ := newTestClient(t, Config{BulkLimit: 20000})
+	ctx := testContext(t)
+	const due = 9000
+	for i := 0; i < due; i += 1000 {
+		specs := make([]Spec, 1000)
+		for k := range specs {
+			specs[k] = Spec{Body: []byte("x")}
+		}
+		if _, err := c.EnqueueBatch(ctx, "big", specs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "big", ReserveOptions{Max: 1000})
+	if err != nil || len(jobs) != 1000 {
+		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+	}
+	s, err := c.Stats(ctx, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Delayed != 0 || s.Ready != due-1000 || s.Reserved != 1000 {
+		t.Fatalf("stats after one reserve: %+v", s)
+	}
+	for _, j := range jobs {
+		if err := c.Ack(ctx, "big", j.ID, j.Lease); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// Acking one lease twice in the same round trip acks it once.
+func TestAckTwiceInOneCall(t *testing.T) {
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "j"})
+	j := reserveOne(t, c, "t", 0)
+	part := c.store.Partition("t", 0)
+	res, err := c.store.AckMany(ctx, []keys.Partition{part}, [][]store.Lease{{{ID: "j", Token: j.Lease}, {ID: "j", Token: j.Lease}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0][0] != nil || !errors.Is(res[0][1], store.ErrLeaseLost) {
+		t.Fatalf("acks: %v", res[0])
+	}
+	if _, err := c.Get(ctx, "t", "j"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after ack: %v", err)
 	}
 }

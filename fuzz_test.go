@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -53,8 +54,8 @@ func FuzzSpecValidation(f *testing.F) {
 	})
 }
 
-// FuzzJobRoundTrip stores arbitrary ids and bodies and reads them back through the scripts'
-// record encoding.
+// FuzzJobRoundTrip stores arbitrary ids and bodies and reads them back: once as the Go store
+// encoded the record, and again after a failed attempt made the scripts rewrite it.
 func FuzzJobRoundTrip(f *testing.F) {
 	for _, seed := range []struct {
 		id   string
@@ -71,13 +72,14 @@ func FuzzJobRoundTrip(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	backoff := []time.Duration{time.Hour, 2 * time.Hour}
 	f.Fuzz(func(t *testing.T, id string, body []byte, priority int) {
 		if ValidateID(id) != nil || len(body) > 1<<20 || priority < -MaxPriority || priority > MaxPriority {
 			return
 		}
 		ctx := context.Background()
 		c.Cancel(ctx, "fuzz", id)
-		in, err := c.Enqueue(ctx, "fuzz", Spec{ID: id, Body: body, Priority: priority, Delay: time.Hour})
+		in, err := c.Enqueue(ctx, "fuzz", Spec{ID: id, Body: body, Priority: priority, Backoff: backoff})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,6 +89,21 @@ func FuzzJobRoundTrip(f *testing.F) {
 		}
 		if out.ID != id || !bytes.Equal(out.Body, body) || out.Priority != priority || !out.RunAt.Equal(in.RunAt) {
 			t.Fatalf("round trip: in %+v, out %+v", in, out)
+		}
+		jobs, err := c.Reserve(ctx, "fuzz", ReserveOptions{})
+		if err != nil || len(jobs) != 1 || jobs[0].ID != id || !bytes.Equal(jobs[0].Body, body) || jobs[0].Attempts != 1 {
+			t.Fatalf("Reserve: %v, %+v", err, jobs)
+		}
+		if _, err := c.Nack(ctx, "fuzz", id, jobs[0].Lease, NackOptions{Error: id}); err != nil {
+			t.Fatal(err)
+		}
+		again, err := c.Get(ctx, "fuzz", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(again.Body, body) || again.Priority != priority || again.Attempts != 1 || again.LastError != id ||
+			again.State != StateDelayed || !slices.Equal(again.Backoff, backoff) || !again.CreatedAt.Equal(in.CreatedAt) {
+			t.Fatalf("after a failed attempt: in %+v, out %+v", in, again)
 		}
 	})
 }

@@ -49,9 +49,13 @@ func (p Partition) Dead() string { return p.prefix + "dead" }
 // earliest due time (Unix ms) there when a job becomes due sooner than any the partition had.
 func (p Partition) Notify() string { return p.prefix + "notify" }
 
+// Leases is a HASH from each leased job id to its lease token; the deadline is the job's score
+// in Reserved.
+func (p Partition) Leases() string { return p.prefix + "leases" }
+
 // All returns the partition's keys in the order the scripts expect them in KEYS.
 func (p Partition) All() []string {
-	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify()}
+	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases()}
 }
 
 // Topics is a HASH: topic name -> its partition count. It is the registry behind topic listing,

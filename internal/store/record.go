@@ -2,9 +2,11 @@ package store
 
 import (
 	"fmt"
+
+	"github.com/tinylib/msgp/msgp"
 )
 
-// Record states as scripts report them.
+// Record states as scripts report them (lib.lua's S_ values).
 const (
 	StateDelayed  = 1
 	StateReady    = 2
@@ -20,7 +22,7 @@ type Record struct {
 	Priority        int
 	CreatedMs       int64
 	RunAtMs         int64
-	Attempts        int
+	Attempts        int // deliveries so far, the current one included
 	MaxRetries      int
 	TTRMs           int64
 	Body            []byte
@@ -32,7 +34,41 @@ type Record struct {
 	DiedMs          int64 // 0 when not dead
 }
 
-const recordFields = 16
+// A stored record is a run of MessagePack values in the order of lib.lua's F_ fields: priority,
+// callback URL, TTR, finished attempts, created at, delay, format, max retries, body, backoff,
+// last error, died at; trailing nils are left out. Strings are MessagePack str values, which
+// Redis's cmsgpack reads (it refuses bin).
+
+// recordHead encodes the fields of a new job's record that come before created at.
+func recordHead(j NewJob) []byte {
+	b := make([]byte, 0, 16+len(j.Callback))
+	b = msgp.AppendInt64(b, int64(j.Priority))
+	if j.Callback == "" {
+		b = msgp.AppendNil(b)
+	} else {
+		b = msgp.AppendString(b, j.Callback)
+	}
+	b = msgp.AppendUint64(b, uint64(j.TTRMs))
+	return msgp.AppendUint64(b, 0) // attempts
+}
+
+// recordTail encodes the fields of a new job's record that come after the delay.
+func recordTail(j NewJob) []byte {
+	b := make([]byte, 0, 16+len(j.Body)+9*len(j.BackoffMs))
+	b = msgp.AppendUint64(b, uint64(j.Format))
+	b = msgp.AppendUint64(b, uint64(j.MaxRetries))
+	b = msgp.AppendStringFromBytes(b, j.Body)
+	if j.BackoffMs != nil {
+		b = msgp.AppendArrayHeader(b, uint32(len(j.BackoffMs)))
+		for _, ms := range j.BackoffMs {
+			b = msgp.AppendUint64(b, uint64(ms))
+		}
+	}
+	return b
+}
+
+// replyFields is the length of lib.lua's reply: id, record, state, lease, lease deadline.
+const replyFields = 5
 
 func parseRecords(vals []any) ([]Record, error) {
 	out := make([]Record, len(vals))
@@ -48,33 +84,98 @@ func parseRecords(vals []any) ([]Record, error) {
 
 func parseRecord(v any) (Record, error) {
 	f, ok := v.([]any)
-	if !ok || len(f) != recordFields {
+	if !ok || len(f) != replyFields {
 		return Record{}, fmt.Errorf("delayq: malformed job reply %T (%d fields)", v, len(f))
 	}
 	r := Record{
 		ID:              toString(f[0]),
-		State:           int(toInt(f[1])),
-		Format:          int(toInt(f[2])),
-		Priority:        int(toInt(f[3])),
-		CreatedMs:       toInt(f[4]),
-		RunAtMs:         toInt(f[5]),
-		Attempts:        int(toInt(f[6])),
-		MaxRetries:      int(toInt(f[7])),
-		TTRMs:           toInt(f[8]),
-		Body:            []byte(toString(f[9])),
-		Callback:        toString(f[11]),
-		LastError:       toString(f[12]),
-		Lease:           toString(f[13]),
-		LeaseDeadlineMs: toInt(f[14]),
-		DiedMs:          toInt(f[15]),
+		State:           int(toInt(f[2])),
+		Lease:           toString(f[3]),
+		LeaseDeadlineMs: toInt(f[4]),
 	}
-	if steps, ok := f[10].([]any); ok {
-		r.BackoffMs = make([]int64, len(steps))
-		for i, s := range steps {
-			r.BackoffMs[i] = toInt(s)
-		}
+	if err := decodeRecord([]byte(toString(f[1])), &r); err != nil {
+		return Record{}, fmt.Errorf("delayq: job %q: %w", r.ID, err)
+	}
+	if r.State == StateReserved {
+		r.Attempts++ // the record counts finished attempts
 	}
 	return r, nil
+}
+
+// decodeRecord reads a stored record into r.
+func decodeRecord(b []byte, r *Record) error {
+	d := recordDecoder{b: b}
+	r.Priority = int(d.int())
+	r.Callback = d.str()
+	r.TTRMs = d.int()
+	r.Attempts = int(d.int())
+	r.CreatedMs = d.int()
+	r.RunAtMs = r.CreatedMs + d.int()
+	r.Format = int(d.int())
+	r.MaxRetries = int(d.int())
+	r.Body = []byte(d.str())
+	r.BackoffMs = d.ints()
+	r.LastError = d.str()
+	r.DiedMs = d.int()
+	if d.err == nil && len(d.b) > 0 {
+		d.err = fmt.Errorf("%d bytes after the last field", len(d.b))
+	}
+	return d.err
+}
+
+// recordDecoder reads a record's values in turn: a nil, or the end of the record, reads as the
+// zero value; the first error sticks.
+type recordDecoder struct {
+	b   []byte
+	err error
+}
+
+// absent consumes a nil and reports whether the next field has no value.
+func (d *recordDecoder) absent() bool {
+	if d.err != nil || len(d.b) == 0 {
+		return true
+	}
+	if msgp.IsNil(d.b) {
+		d.b = d.b[1:]
+		return true
+	}
+	return false
+}
+
+func (d *recordDecoder) int() int64 {
+	if d.absent() {
+		return 0
+	}
+	var n int64
+	n, d.b, d.err = msgp.ReadInt64Bytes(d.b)
+	return n
+}
+
+func (d *recordDecoder) str() string {
+	if d.absent() {
+		return ""
+	}
+	var s []byte
+	s, d.b, d.err = msgp.ReadStringZC(d.b)
+	return string(s)
+}
+
+func (d *recordDecoder) ints() []int64 {
+	if d.absent() {
+		return nil
+	}
+	var n uint32
+	n, d.b, d.err = msgp.ReadArrayHeaderBytes(d.b)
+	out := make([]int64, 0, n)
+	for range n {
+		if d.err != nil {
+			return nil
+		}
+		var v int64
+		v, d.b, d.err = msgp.ReadInt64Bytes(d.b)
+		out = append(out, v)
+	}
+	return out
 }
 
 // toInt reads an integer reply; a missing field (Lua false, nil here) is 0.

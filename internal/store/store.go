@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -182,25 +181,16 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 }
 
 func enqueueArgs(jobs []NewJob) []any {
-	args := make([]any, 0, 1+10*len(jobs))
+	args := make([]any, 0, 1+5*len(jobs))
 	args = append(args, len(jobs))
 	for _, j := range jobs {
 		delay, at := strconv.FormatInt(j.DelayMs, 10), ""
 		if j.RunAtMs != 0 {
 			delay, at = "", strconv.FormatInt(j.RunAtMs, 10)
 		}
-		args = append(args, j.ID, j.Format, j.Priority, delay, at, j.MaxRetries, j.TTRMs, j.Body,
-			joinInts(j.BackoffMs), j.Callback)
+		args = append(args, j.ID, delay, at, recordHead(j), recordTail(j))
 	}
 	return args
-}
-
-func joinInts(v []int64) string {
-	parts := make([]string, len(v))
-	for i, n := range v {
-		parts[i] = strconv.FormatInt(n, 10)
-	}
-	return strings.Join(parts, ",")
 }
 
 func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {

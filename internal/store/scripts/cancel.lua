@@ -7,5 +7,6 @@ redis.call('ZREM', DELAYED, id)
 redis.call('ZREM', READY, id)
 redis.call('ZREM', READY_PUSH, id)
 redis.call('ZREM', RESERVED, id)
+redis.call('HDEL', LEASES, id)
 redis.call('ZREM', DEAD, id)
 return 1

@@ -7,7 +7,7 @@ if ARGV[2] ~= '' then from = '(' .. ARGV[2] end
 local ids = redis.call('ZRANGE', DEAD, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for _, id in ipairs(ids) do
-  local j = load_job(id)
-  if j then out[#out + 1] = reply(id, j) end
+  local rec = redis.call('HGET', JOBS, id)
+  if rec then out[#out + 1] = {id, rec, S_DEAD, false, false} end
 end
 return out

@@ -12,8 +12,7 @@ local prev = head_score()
 local n = 0
 for _, id in ipairs(ids) do
   local j = load_job(id)
-  if j and j[F_STATE] == S_DEAD then
-    redis.call('ZREM', DEAD, id)
+  if j and redis.call('ZREM', DEAD, id) == 1 then
     j[F_ATTEMPTS] = 0
     j[F_DIED_AT] = nil
     schedule(id, j, NOW)

@@ -1,6 +1,6 @@
 -- get.lua: read one job.
 -- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id.
 -- Returns the job as reply(), or nil when there is none.
-local j = load_job(ARGV[2])
-if not j then return false end
-return reply(ARGV[2], j)
+local rec = redis.call('HGET', JOBS, ARGV[2])
+if not rec then return false end
+return reply(ARGV[2], rec)

@@ -8,24 +8,28 @@
 --   KEYS[5] reserved   ZSET  leased job ids, score = lease deadline (Unix ms)
 --   KEYS[6] dead       ZSET  dead job ids, score 0 (paged by id)
 --   KEYS[7] notify     shard channel: the new earliest due time, when it moves earlier
+--   KEYS[8] leases     HASH  leased job id -> lease token
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
 --
 -- A job record is a run of MessagePack values in the order of F below; trailing nils are left
--- out, so a job that uses the defaults costs a few bytes beyond its body.
+-- out. The fields the hot paths read come first, so promote and reserve read them with
+-- cmsgpack.unpack_limit without unpacking the body, and a lease lives outside the record (the
+-- leases hash and the reserved set), so that taking and acking a job never rewrites it. The Go
+-- store encodes a new job's record itself; enqueue only adds the server's time.
+-- A job's state is where its id is: leased (reserved), in the dead set (dead), or else pending.
 
 local JOBS, DELAYED, READY, READY_PUSH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local RESERVED, DEAD, NOTIFY = KEYS[5], KEYS[6], KEYS[7]
+local RESERVED, DEAD, NOTIFY, LEASES = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
 -- every call, and tables made per call cost garbage collection.
-local F_STATE, F_FORMAT, F_PRIORITY, F_CREATED, F_DELAY = 1, 2, 3, 4, 5
-local F_ATTEMPTS, F_MAX_RETRIES, F_TTR, F_BODY, F_BACKOFF = 6, 7, 8, 9, 10
-local F_CALLBACK, F_LAST_ERROR, F_LEASE, F_LEASE_DEADLINE, F_DIED_AT = 11, 12, 13, 14, 15
-local NFIELDS = 15
+local F_PRIORITY, F_CALLBACK, F_TTR, F_ATTEMPTS, F_CREATED, F_DELAY = 1, 2, 3, 4, 5, 6
+local F_FORMAT, F_MAX_RETRIES, F_BODY, F_BACKOFF, F_LAST_ERROR, F_DIED_AT = 7, 8, 9, 10, 11, 12
+local NFIELDS = 12
 
--- Record states. Replies split S_PENDING into delayed (1) and ready (2) by the clock.
-local S_PENDING, S_RESERVED, S_DEAD = 1, 3, 4
+-- States as replies report them; the Go store's State constants match.
+local S_DELAYED, S_READY, S_RESERVED, S_DEAD = 1, 2, 3, 4
 
 -- default_backoff is the backoff of a job that names none; the Go package's DefaultBackoff
 -- must match it.
@@ -48,12 +52,16 @@ end
 
 local NOW = now_ms()
 
-local function pack_values(...)
-  return {n = select('#', ...), ...}
+-- bulk runs cmd on key with the values of list, 2000 at a time: unpack takes a few thousand
+-- values at most. Pairs (score and member, field and value) stay together.
+local function bulk(cmd, key, list)
+  for i = 1, #list, 2000 do
+    redis.call(cmd, key, unpack(list, i, math.min(i + 1999, #list)))
+  end
 end
 
-local function decode(rec)
-  return pack_values(cmsgpack.unpack(rec))
+local function pack_values(...)
+  return {n = select('#', ...), ...}
 end
 
 local function encode(j)
@@ -65,15 +73,11 @@ end
 local function load_job(id)
   local rec = redis.call('HGET', JOBS, id)
   if not rec then return nil end
-  return decode(rec)
+  return pack_values(cmsgpack.unpack(rec))
 end
 
 local function save(id, j)
   redis.call('HSET', JOBS, id, encode(j))
-end
-
-local function run_at(j)
-  return j[F_CREATED] + j[F_DELAY]
 end
 
 local function head_score()
@@ -91,13 +95,11 @@ local function notify_if_sooner(prev, t)
 end
 
 local function schedule(id, j, t)
-  j[F_STATE] = S_PENDING
   j[F_DELAY] = t - j[F_CREATED]
   redis.call('ZADD', DELAYED, t, id)
 end
 
 local function bury(id, j)
-  j[F_STATE] = S_DEAD
   j[F_DIED_AT] = NOW
   redis.call('ZADD', DEAD, 0, id)
 end
@@ -108,14 +110,15 @@ local function backoff_for(j, retry)
   return steps[retry]
 end
 
--- fail ends a reserved job's attempt, which ended at time since: it goes dead when its retries
--- are used up or when dead is true, else it is due again delay (or its backoff step when delay
--- is nil) after since. Returns 2 when the job went dead, 1 when it will be retried.
+-- fail ends a reserved job's attempt, which ended at time since, and counts it: the job goes
+-- dead when its retries are used up or when dead is true, else it is due again delay (or its
+-- backoff step when delay is nil) after since. Returns 2 when the job went dead, 1 when it will
+-- be retried.
 local function fail(id, j, since, err, delay, dead)
   redis.call('ZREM', RESERVED, id)
+  redis.call('HDEL', LEASES, id)
+  j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
   j[F_LAST_ERROR] = err
-  j[F_LEASE] = nil
-  j[F_LEASE_DEADLINE] = nil
   local outcome
   if dead or j[F_ATTEMPTS] > j[F_MAX_RETRIES] then
     bury(id, j)
@@ -134,69 +137,70 @@ end
 -- expire_leases fails up to limit jobs whose lease deadline has passed; their backoff counts
 -- from the deadline, not from when this call noticed it.
 local function expire_leases(limit)
-  local ids = redis.call('ZRANGE', RESERVED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
-  for _, id in ipairs(ids) do
+  local expired = redis.call('ZRANGE', RESERVED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+  for i = 1, #expired, 2 do
+    local id = expired[i]
     local j = load_job(id)
     if j then
-      fail(id, j, j[F_LEASE_DEADLINE], 'ttr exceeded', nil, false)
+      fail(id, j, tonumber(expired[i + 1]), 'ttr exceeded', nil, false)
     else
       redis.call('ZREM', RESERVED, id)
+      redis.call('HDEL', LEASES, id)
     end
   end
-  return #ids
 end
 
--- promote moves up to limit due jobs from delayed to their ready set.
+-- promote moves up to limit due jobs from delayed to their ready set. It reads only the first
+-- two fields of each record; the due time is the delayed set's score.
 local function promote(limit)
-  local ids = redis.call('ZRANGE', DELAYED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit)
-  if #ids == 0 then return 0 end
+  local due = redis.call('ZRANGE', DELAYED, '-inf', NOW, 'BYSCORE', 'LIMIT', 0, limit, 'WITHSCORES')
+  if #due == 0 then return end
+  local ids = {}
+  for i = 1, #due, 2 do ids[#ids + 1] = due[i] end
   -- Remove first: over maxmemory Redis refuses a script whose first write may grow memory
   -- (ZADD) but lets one finish that has written already, so consumers can still drain (and
   -- free memory) when it is full.
-  redis.call('ZREM', DELAYED, unpack(ids))
-  for _, id in ipairs(ids) do
-    local j = load_job(id)
-    if j then
-      local set = j[F_CALLBACK] and READY_PUSH or READY
-      redis.call('ZADD', set, ready_score(j[F_PRIORITY], run_at(j)), id)
+  bulk('ZREM', DELAYED, ids)
+  local pull, push = {}, {}
+  for i = 1, #due, 2 do
+    local rec = redis.call('HGET', JOBS, due[i])
+    if rec then
+      local _, priority, callback = cmsgpack.unpack_limit(rec, 2)
+      local set = pull
+      if callback then set = push end
+      set[#set + 1] = ready_score(priority, tonumber(due[i + 1]))
+      set[#set + 1] = due[i]
     end
   end
-  return #ids
+  bulk('ZADD', READY, pull)
+  bulk('ZADD', READY_PUSH, push)
 end
 
-local function opt(v)
-  if v == nil then return false end
-  return v
-end
-
--- reply is a job as scripts return it: a flat array in the order the Go store parses.
-local function reply(id, j)
-  local state = j[F_STATE]
-  if state == S_PENDING and run_at(j) <= NOW then state = 2 end
-  return {
-    id, state, j[F_FORMAT], j[F_PRIORITY], j[F_CREATED], run_at(j), j[F_ATTEMPTS],
-    j[F_MAX_RETRIES], j[F_TTR], j[F_BODY], opt(j[F_BACKOFF]), opt(j[F_CALLBACK]),
-    opt(j[F_LAST_ERROR]), opt(j[F_LEASE]), opt(j[F_LEASE_DEADLINE]), opt(j[F_DIED_AT]),
-  }
-end
-
--- owned returns the job when lease is its current, unexpired lease.
-local function owned(id, lease)
-  local j = load_job(id)
-  if not j or j[F_STATE] ~= S_RESERVED or j[F_LEASE] ~= lease or j[F_LEASE_DEADLINE] < NOW then
-    return nil
+-- reply is a job as scripts return it, in the order the Go store parses: the id, the record as
+-- stored, the state, and the lease token and deadline (false when not reserved).
+local function reply(id, rec)
+  local lease = redis.call('HGET', LEASES, id)
+  if lease then
+    return {id, rec, S_RESERVED, lease, tonumber(redis.call('ZSCORE', RESERVED, id))}
   end
-  return j
+  local state = S_READY
+  if redis.call('ZSCORE', DEAD, id) then
+    state = S_DEAD
+  else
+    local due = redis.call('ZSCORE', DELAYED, id)
+    if due and tonumber(due) > NOW then state = S_DELAYED end
+  end
+  return {id, rec, state, false, false}
 end
 
-local function split_numbers(s)
-  if s == '' then return nil end
-  local t = {}
-  for n in string.gmatch(s, '[^,]+') do t[#t + 1] = tonumber(n) end
-  return t
+-- owned tells whether lease is the job's current, unexpired lease.
+local function owned(id, lease)
+  if redis.call('HGET', LEASES, id) ~= lease then return false end
+  local deadline = redis.call('ZSCORE', RESERVED, id)
+  return deadline and tonumber(deadline) >= NOW
 end
 
-local function nonempty(s)
-  if s == '' then return nil end
-  return s
+-- pending tells whether the job is neither reserved nor dead.
+local function pending(id)
+  return redis.call('HEXISTS', LEASES, id) == 0 and not redis.call('ZSCORE', DEAD, id)
 end

@@ -3,7 +3,8 @@
 -- ARGV[5] delay in ms ('' for the job's backoff step); ARGV[6] '1' to send it to the dead letters.
 -- Returns 1 when it will be retried, 2 when it went dead, 0 when the lease is not current.
 local id = ARGV[2]
-local j = owned(id, ARGV[3])
+if not owned(id, ARGV[3]) then return 0 end
+local j = load_job(id)
 if not j then return 0 end
 local delay = nil
 if ARGV[5] ~= '' then delay = tonumber(ARGV[5]) end

@@ -4,7 +4,7 @@
 local id = ARGV[2]
 local j = load_job(id)
 if not j then return {-1} end
-if j[F_STATE] ~= S_PENDING then return {0} end
+if not pending(id) then return {0} end
 local t = tonumber(ARGV[4])
 if ARGV[3] == 'delay' then t = NOW + t end
 redis.call('ZREM', READY, id)
@@ -13,4 +13,4 @@ local prev = head_score()
 schedule(id, j, t)
 save(id, j)
 notify_if_sooner(prev, t)
-return {1, reply(id, j)}
+return {1, reply(id, encode(j))}

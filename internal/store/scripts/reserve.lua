@@ -1,6 +1,7 @@
 -- reserve.lua: lease up to max due jobs, highest priority first, then earliest due time.
 -- Before leasing it fails expired leases and promotes due jobs, at most ARGV[5] of each, so one
--- call stays short however large the backlog.
+-- call stays short however large the backlog. The records are returned as stored, unchanged:
+-- the lease is kept in the leases hash and the reserved set.
 -- KEYS: see lib.lua.
 -- ARGV[1] clock offset; ARGV[2] lane: 'pull' or 'push' (jobs with a callback URL);
 -- ARGV[3] max; ARGV[4] lease prefix (random, from the caller); ARGV[5] bulk limit;
@@ -15,22 +16,24 @@ if ARGV[2] == 'push' then set = READY_PUSH end
 local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[3]) - 1)
 local out = {NOW, -1}
 if #ids > 0 then
-  redis.call('ZREM', set, unpack(ids))
+  bulk('ZREM', set, ids)
   local ttr_override = tonumber(ARGV[6])
+  local leases, deadlines = {}, {}
   for _, id in ipairs(ids) do
-    local j = load_job(id)
-    if j then
-      local ttr = j[F_TTR]
+    local rec = redis.call('HGET', JOBS, id)
+    if rec then
+      local _, _, _, ttr, attempts = cmsgpack.unpack_limit(rec, 4)
       if ttr_override > 0 then ttr = ttr_override end
-      j[F_STATE] = S_RESERVED
-      j[F_ATTEMPTS] = j[F_ATTEMPTS] + 1
-      j[F_LEASE] = ARGV[4] .. '.' .. j[F_ATTEMPTS]
-      j[F_LEASE_DEADLINE] = NOW + ttr
-      save(id, j)
-      redis.call('ZADD', RESERVED, NOW + ttr, id)
-      out[#out + 1] = reply(id, j)
+      local lease = ARGV[4] .. '.' .. (attempts + 1)
+      leases[#leases + 1] = id
+      leases[#leases + 1] = lease
+      deadlines[#deadlines + 1] = NOW + ttr
+      deadlines[#deadlines + 1] = id
+      out[#out + 1] = {id, rec, S_RESERVED, lease, NOW + ttr}
     end
   end
+  bulk('HSET', LEASES, leases)
+  bulk('ZADD', RESERVED, deadlines)
 end
 local upcoming = -1
 if redis.call('ZCARD', set) > 0 then
