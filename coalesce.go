@@ -7,9 +7,9 @@ import (
 
 // coalescer groups concurrent calls into shared round trips to Redis, like a database's group
 // commit: while a flush is in flight, calls that arrive queue up and leave together in the
-// next one. A call made while nothing is in flight leaves at once, so no timer adds latency;
-// under load, one script call carries many jobs and Redis spends its time on jobs, not on
-// per-call overhead.
+// next one. A call made while a flush slot is free leaves at once, so no timer adds latency,
+// and a call with nobody to share with flushes on its own goroutine; under load, one script
+// call carries many jobs and Redis spends its time on jobs, not on per-call overhead.
 type coalescer[Req, Res any] struct {
 	flush       func(ctx context.Context, reqs []Req) []Res // one result per request, in order
 	maxBatch    int
@@ -41,7 +41,17 @@ func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (res Res, ok bool
 	if start {
 		c.inFlight++
 	}
+	alone := start && len(c.queue) == 1
+	if alone {
+		c.queue = c.queue[:0]
+	}
 	c.mu.Unlock()
+	if alone {
+		// No hand-off to another goroutine, and the call's own context bounds the round trip.
+		res = c.flush(ctx, []Req{req})[0]
+		c.handOff()
+		return res, ctx.Err() == nil
+	}
 	if start {
 		go c.run()
 	}
@@ -53,7 +63,21 @@ func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (res Res, ok bool
 	}
 }
 
-// run flushes queued requests until the queue is empty.
+// handOff gives back a caller's flush slot, or passes it on to a goroutine that flushes the
+// calls queued meanwhile: the caller returns with its result however long the queue stays full.
+func (c *coalescer[Req, Res]) handOff() {
+	c.mu.Lock()
+	idle := len(c.queue) == 0
+	if idle {
+		c.inFlight--
+	}
+	c.mu.Unlock()
+	if !idle {
+		go c.run()
+	}
+}
+
+// run flushes queued requests until the queue is empty, and then gives back its flush slot.
 func (c *coalescer[Req, Res]) run() {
 	for {
 		c.mu.Lock()
