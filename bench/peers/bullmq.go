@@ -28,13 +28,15 @@ type bullmqContestant struct {
 	node    string
 }
 
-// startBullMQ installs the driver's packages with `npm ci` when they are missing and starts it.
+// startBullMQ installs the driver's packages from package-lock.json when they are missing and
+// starts it. `npm install` rather than `npm ci`: npm 11's ci refuses this lock file for lacking
+// entries of optional packages built for other platforms, which install does not need.
 func startBullMQ(ctx context.Context, dir, redisURL string, stderr io.Writer) (*bullmqContestant, error) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "bullmq")); err != nil {
-		npm := exec.CommandContext(ctx, "npm", "ci", "--no-audit", "--no-fund")
+		npm := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund")
 		npm.Dir, npm.Stdout, npm.Stderr = dir, stderr, stderr
 		if err := npm.Run(); err != nil {
-			return nil, fmt.Errorf("npm ci in %s: %w", dir, err)
+			return nil, fmt.Errorf("npm install in %s: %w", dir, err)
 		}
 	}
 	cmd := exec.Command("node", "driver.js", redisURL)

@@ -52,7 +52,7 @@ func renderMarkdown(r *report, chartDir string) string {
 	}
 	b.WriteString("## How these numbers were made\n\n")
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", r.Command)
-	b.WriteString("`make bench-peers` runs `go run .` in `bench/peers`, a Go module of its own (so the peers never become dependencies of delayq), which starts its own `redis-server` on a loopback port with default settings and no persistence, runs `npm ci` in `bench/peers/bullmq` if needed, and rewrites this file, `bench/peers/results.json` (every run's raw figures) and the charts. `go run . -from results.json` rewrites the report from saved figures. delayq alone, on any Redis: `delayq bench` (`--quick`, `--json`, `--scenarios`, `--cpuprofile`).\n\n")
+	b.WriteString("`make bench-peers` runs `go run .` in `bench/peers`, a Go module of its own (so the peers never become dependencies of delayq), which starts its own `redis-server` on a loopback port with default settings and no persistence, runs `npm install` in `bench/peers/bullmq` if needed (its package-lock.json pins every version), and rewrites this file, `bench/peers/results.json` (every run's raw figures) and the charts. `go run . -from results.json` rewrites the report from saved figures. delayq alone, on any Redis: `delayq bench` (`--quick`, `--json`, `--scenarios`, `--cpuprofile`).\n\n")
 	fmt.Fprintf(&b, "- Machine: %d CPUs, %s, %s memory, %s\n", r.Machine.CPUs, r.Machine.CPU, r.Machine.Memory, r.Machine.OS)
 	var vs []string
 	for _, k := range []string{"delayq", "redis", "go", "asynq", "bullmq", "node"} {
