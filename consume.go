@@ -47,7 +47,7 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 	// not have arrived yet, and a caller who polls must see every job due by now.
 	everyPartition := true
 	for {
-		jobs, err := c.reserveDue(ctx, t, lane, o.Max, o.TTR, everyPartition)
+		jobs, _, err := c.reserveDue(ctx, t, lane, o.Max, o.TTR, everyPartition, nil)
 		everyPartition = false
 		if err != nil || len(jobs) > 0 || !time.Now().Before(deadline) {
 			return jobs, err
@@ -94,16 +94,42 @@ func (c *Client) laneState(topic string, lane store.Lane, n int) *topicState {
 }
 
 // reserveDue asks each partition that may have something due (every one when all is set), until
-// max jobs are leased.
-func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, max int, ttr time.Duration, all bool) ([]*Job, error) {
+// max jobs are leased. It acks acks along the way: each partition's with its reserve call, and
+// those of partitions it did not ask in a round trip of their own. It returns an error per ack.
+func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, max int, ttr time.Duration, all bool, acks []ackReq) ([]*Job, []error, error) {
 	parts, seen := t.due(time.Now(), all)
+	var pending byPartition[store.Lease]
+	for i, a := range acks {
+		pending.add(a.part, a.lease, i)
+	}
+	acked := make([]error, len(acks))
+	settle := func(g int, errs []error) {
+		for k, i := range pending.positions[g] {
+			acked[i] = errs[k]
+		}
+		pending.groups[g] = nil
+	}
 	var jobs []*Job
 	prefix := newLeasePrefix()
 	for i, p := range parts {
-		r, err := c.store.Reserve(ctx, c.store.Partition(t.name, p), lane, max-len(jobs), prefix, c.cfg.BulkLimit, ttr.Milliseconds())
+		part := c.store.Partition(t.name, p)
+		g, riding := pending.index[part]
+		var along []store.Lease
+		if riding {
+			along = pending.groups[g]
+		}
+		r, err := c.store.Reserve(ctx, part, lane, max-len(jobs), prefix, c.cfg.BulkLimit, ttr.Milliseconds(), along)
 		if err != nil {
 			t.recheck([]int{p})
-			return jobs, err
+			for g, group := range pending.groups {
+				if group != nil {
+					settle(g, repeat(err, len(group)))
+				}
+			}
+			return jobs, acked, err
+		}
+		if riding {
+			settle(g, r.Acked)
 		}
 		t.learn(p, seen[i], time.Now(), r.NowMs, r.NextMs)
 		for _, rec := range r.Jobs {
@@ -113,7 +139,28 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 			break
 		}
 	}
-	return jobs, nil
+	var rest []ackReq
+	var restIndex []int
+	for g, group := range pending.groups {
+		for k, l := range group {
+			rest = append(rest, ackReq{part: pending.parts[g], lease: l})
+			restIndex = append(restIndex, pending.positions[g][k])
+		}
+	}
+	if len(rest) > 0 {
+		for k, err := range c.flushAcks(ctx, rest) {
+			acked[restIndex[k]] = err
+		}
+	}
+	return jobs, acked, nil
+}
+
+func repeat(err error, n int) []error {
+	out := make([]error, n)
+	for i := range out {
+		out[i] = err
+	}
+	return out
 }
 
 // Ack marks a reserved job done and removes it. A lease that is not the job's current one is

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
 )
 
@@ -60,6 +61,14 @@ type Worker struct {
 	fetchCancel context.CancelFunc
 	fetchers    sync.WaitGroup
 	jobs        sync.WaitGroup
+
+	// Finished jobs are acked by the next reserve call of a fetcher, which carries the acks of
+	// its partition along: a busy Worker makes one round trip per batch of jobs, not one per
+	// batch plus one per ack. With no fetcher active (all wait for due jobs), handlers ack
+	// their jobs themselves at once.
+	ackMu  sync.Mutex
+	acks   []ackReq
+	active int // fetchers that are not waiting for due jobs
 }
 
 // NewWorker returns a Worker that leases jobs through c.
@@ -138,6 +147,7 @@ func (w *Worker) startFetch(ctx context.Context, topic string, h Handler) error 
 		return err
 	}
 	w.fetchers.Add(1)
+	w.resume()
 	go w.fetch(w.fetchCtx, t, lane, h)
 	return nil
 }
@@ -186,18 +196,21 @@ func (w *Worker) Stop(ctx context.Context) error {
 // starve another.
 func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Handler) {
 	defer w.fetchers.Done()
+	defer w.pause()
 	failures := 0
 	for {
 		n := w.takeSlots(ctx)
 		if n == 0 {
 			return
 		}
-		jobs, err := w.c.reserveDue(ctx, t, lane, n, 0, false)
+		acks := w.takeAcks()
+		jobs, acked, err := w.c.reserveDue(ctx, t, lane, n, 0, false, acks)
+		w.settleAcks(ctx, acks, acked)
 		for range n - len(jobs) {
 			w.slots <- struct{}{}
 		}
 		for _, job := range jobs {
-			w.run(job, h)
+			w.run(t, job, h)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -208,9 +221,71 @@ func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Ha
 			sleep(ctx, backoffDelay(failures))
 		case len(jobs) == 0:
 			failures = 0
+			w.pause()
 			w.c.waitDue(ctx, t, time.Now().Add(time.Minute))
+			w.resume()
 		default:
 			failures = 0
+		}
+	}
+}
+
+// queueAck queues a finished job's ack for the next reserve call of an active fetcher, which
+// the slot its handler frees wakes. It reports false when no fetcher is active: the caller
+// acks the job itself.
+func (w *Worker) queueAck(a ackReq) bool {
+	w.ackMu.Lock()
+	defer w.ackMu.Unlock()
+	if w.active == 0 {
+		return false
+	}
+	w.acks = append(w.acks, a)
+	return true
+}
+
+func (w *Worker) takeAcks() []ackReq {
+	w.ackMu.Lock()
+	defer w.ackMu.Unlock()
+	a := w.acks
+	w.acks = nil
+	return a
+}
+
+func (w *Worker) resume() {
+	w.ackMu.Lock()
+	w.active++
+	w.ackMu.Unlock()
+}
+
+// pause marks a fetcher as waiting for due jobs (or gone); the last active one to pause acks
+// what is queued, since no reserve call may come soon.
+func (w *Worker) pause() {
+	w.ackMu.Lock()
+	w.active--
+	var left []ackReq
+	if w.active == 0 {
+		left, w.acks = w.acks, nil
+	}
+	w.ackMu.Unlock()
+	if len(left) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		w.settleAcks(ctx, left, w.c.flushAcks(ctx, left))
+	}
+}
+
+// settleAcks logs the acks that failed. Those cut short by the fetcher's stop go back in the
+// queue, for the last fetcher to send as it leaves.
+func (w *Worker) settleAcks(ctx context.Context, acks []ackReq, errs []error) {
+	for i, err := range errs {
+		switch {
+		case err == nil:
+		case ctx.Err() != nil && !errors.Is(err, ErrLeaseLost):
+			w.ackMu.Lock()
+			w.acks = append(w.acks, acks[i])
+			w.ackMu.Unlock()
+		default:
+			w.log.Warn("delayq: ack failed", "id", acks[i].lease.ID, "err", err)
 		}
 	}
 }
@@ -236,7 +311,7 @@ func (w *Worker) takeSlots(ctx context.Context) int {
 }
 
 // run starts a handler for job in its own goroutine; the job's slot is freed when it ends.
-func (w *Worker) run(job *Job, h Handler) {
+func (w *Worker) run(t *topicState, job *Job, h Handler) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.mu.Lock()
 	w.running[job] = cancel
@@ -248,13 +323,18 @@ func (w *Worker) run(job *Job, h Handler) {
 		stopRenew := w.renew(ctx, job, cancel)
 		err := callHandler(ctx, h, job)
 		stopRenew()
-		// The handler's slot is free once it returns: the ack or nack below is bookkeeping, and
-		// the fetcher may lease the next job while it travels.
-		w.slots <- struct{}{}
 		w.mu.Lock()
 		_, mine := w.running[job]
 		delete(w.running, job)
 		w.mu.Unlock()
+		// The handler's slot is free once it returns: the ack or nack is bookkeeping, and the
+		// fetcher may lease the next job while it travels. A queued ack goes in before the slot
+		// comes back, so that the fetcher the slot wakes carries it.
+		if mine && err == nil && w.queueAck(ackReq{part: w.c.store.Partition(t.name, keys.PartitionOf(job.ID, t.partitionCount())), lease: store.Lease{ID: job.ID, Token: job.Lease}}) {
+			w.slots <- struct{}{}
+			return
+		}
+		w.slots <- struct{}{}
 		if mine {
 			w.finish(job, err)
 		}

@@ -247,3 +247,70 @@ func TestKilledConsumersJobIsRedelivered(t *testing.T) {
 		t.Fatal("the dead consumer's job was not redelivered after its TTR and backoff")
 	}
 }
+
+// A finished job's ack rides with the Worker's next reserve call; when no reserve comes soon (the
+// Worker is idle, or its only slot is busy with another topic's long job), the ack must still
+// be made at once, not when the lease runs out or the next recheck comes.
+func TestWorkerAcksWithoutAnotherReserve(t *testing.T) {
+	t.Parallel()
+	for _, slots := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d slots", slots), func(t *testing.T) {
+			t.Parallel()
+			testWorkerAcksWithoutAnotherReserve(t, slots)
+		})
+	}
+}
+
+func testWorkerAcksWithoutAnotherReserve(t *testing.T, slots int) {
+	c, _ := newTestClient(t, Config{RecheckInterval: time.Hour})
+	ctx := testContext(t)
+	var quickRuns atomic.Int32
+	started := make(chan struct{}, 10)
+	proceed := make(chan struct{}, 10)
+	release := make(chan struct{})
+	startWorker(t, c, WorkerConfig{Concurrency: slots}, map[string]Handler{
+		"quick": func(context.Context, *Job) error {
+			quickRuns.Add(1)
+			started <- struct{}{}
+			<-proceed
+			return nil
+		},
+		"slow": func(ctx context.Context, _ *Job) error {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil
+		},
+	})
+	defer close(release)
+	for round, slow := range []bool{false, true} {
+		id := fmt.Sprintf("q%d", round)
+		mustEnqueue(t, c, "quick", Spec{ID: id, TTR: time.Hour})
+		select {
+		case <-started:
+		case <-ctx.Done():
+			t.Fatalf("round %d: quick job never ran", round)
+		}
+		if slow {
+			// With one slot, the slow job waits for it and takes it when the quick job frees it.
+			mustEnqueue(t, c, "slow", Spec{ID: "s", TTR: time.Minute})
+			time.Sleep(50 * time.Millisecond)
+		}
+		proceed <- struct{}{}
+		acked := time.Now().Add(5 * time.Second)
+		for {
+			_, err := c.Get(ctx, "quick", id)
+			if errors.Is(err, ErrNotFound) {
+				break
+			}
+			if time.Now().After(acked) {
+				t.Fatalf("round %d: quick job not acked: %v", round, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if n := quickRuns.Load(); n != 2 {
+		t.Fatalf("quick jobs ran %d times, want 2", n)
+	}
+}

@@ -223,22 +223,29 @@ const (
 // Reserved is what a reserve call returns.
 type Reserved struct {
 	NowMs  int64
-	NextMs int64 // the partition's next due time or lease deadline; NowMs when more are due; -1 for none
+	NextMs int64   // the partition's next due time or lease deadline; NowMs when more are due; -1 for none
+	Acked  []error // per lease acked along with the reserve: nil or ErrLeaseLost
 	Jobs   []Record
 }
 
-// Reserve leases up to max due jobs of partition p from lane, first failing expired leases and
-// promoting due jobs, at most bulk of each.
-func (s *Store) Reserve(ctx context.Context, p keys.Partition, lane Lane, max int, leasePrefix string, bulk int, ttrMs int64) (Reserved, error) {
-	vals, err := s.run(ctx, reserveScript, p, string(lane), max, leasePrefix, bulk, ttrMs).Slice()
+// Reserve acks acks, then leases up to max due jobs of partition p from lane, first failing
+// expired leases and promoting due jobs, at most bulk of each.
+func (s *Store) Reserve(ctx context.Context, p keys.Partition, lane Lane, max int, leasePrefix string, bulk int, ttrMs int64, acks []Lease) (Reserved, error) {
+	args := make([]any, 0, 5+2*len(acks))
+	args = append(args, string(lane), max, leasePrefix, bulk, ttrMs)
+	args = appendLeases(args, acks)
+	vals, err := s.run(ctx, reserveScript, p, args...).Slice()
 	if err != nil {
 		return Reserved{}, fmt.Errorf("delayq: reserve: %w", err)
 	}
-	if len(vals) < 2 {
+	if len(vals) < 3 {
 		return Reserved{}, fmt.Errorf("delayq: reserve: short reply")
 	}
 	r := Reserved{NowMs: toInt(vals[0]), NextMs: toInt(vals[1])}
-	r.Jobs, err = parseRecords(vals[2:])
+	if r.Acked, err = parseAcked(vals[2], len(acks)); err != nil {
+		return Reserved{}, err
+	}
+	r.Jobs, err = parseRecords(vals[3:])
 	return r, err
 }
 
@@ -249,26 +256,41 @@ type Lease struct{ ID, Token string }
 // returns for each lease nil or ErrLeaseLost, in order.
 func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]Lease) ([][]error, error) {
 	cmds, err := s.pipelined(ctx, ackScript, len(parts), func(i int) (keys.Partition, []any) {
-		args := make([]any, 0, 2*len(leases[i]))
-		for _, l := range leases[i] {
-			args = append(args, l.ID, l.Token)
-		}
-		return parts[i], args
+		return parts[i], appendLeases(make([]any, 0, 2*len(leases[i])), leases[i])
 	})
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]error, len(parts))
 	for i, cmd := range cmds {
-		acked, err := cmd.Int64Slice()
-		if err != nil || len(acked) != len(leases[i]) {
-			return nil, fmt.Errorf("delayq: ack: %d results for %d leases: %w", len(acked), len(leases[i]), err)
+		v, err := cmd.Result()
+		if err != nil {
+			return nil, fmt.Errorf("delayq: ack: %w", err)
 		}
-		out[i] = make([]error, len(acked))
-		for k, a := range acked {
-			if a == 0 {
-				out[i][k] = ErrLeaseLost
-			}
+		if out[i], err = parseAcked(v, len(leases[i])); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func appendLeases(args []any, leases []Lease) []any {
+	for _, l := range leases {
+		args = append(args, l.ID, l.Token)
+	}
+	return args
+}
+
+// parseAcked reads ack_leases()'s reply for n leases.
+func parseAcked(v any, n int) ([]error, error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != n {
+		return nil, fmt.Errorf("delayq: ack: malformed reply %T for %d leases", v, n)
+	}
+	out := make([]error, n)
+	for i, a := range vals {
+		if toInt(a) == 0 {
+			out[i] = ErrLeaseLost
 		}
 	}
 	return out, nil

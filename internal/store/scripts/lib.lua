@@ -204,3 +204,24 @@ end
 local function pending(id)
   return redis.call('HEXISTS', LEASES, id) == 0 and not redis.call('ZSCORE', DEAD, id)
 end
+
+-- ack_leases acks the (id, lease) pairs of ARGV from position first on. Records are not read.
+-- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
+-- one (the job is then left as it is).
+local function ack_leases(first)
+  local out, done = {}, {}
+  for i = first, #ARGV - 1, 2 do
+    local id = ARGV[i]
+    if not done[id] and owned(id, ARGV[i + 1]) then
+      done[id] = true
+      done[#done + 1] = id
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 0
+    end
+  end
+  bulk('HDEL', JOBS, done)
+  bulk('HDEL', LEASES, done)
+  bulk('ZREM', RESERVED, done)
+  return out
+end

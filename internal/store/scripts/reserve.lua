@@ -5,16 +5,19 @@
 -- KEYS: see lib.lua.
 -- ARGV[1] clock offset; ARGV[2] lane: 'pull' or 'push' (jobs with a callback URL);
 -- ARGV[3] max; ARGV[4] lease prefix (random, from the caller); ARGV[5] bulk limit;
--- ARGV[6] ttr override in ms (0: each job's own).
--- Returns: {now, next, job_1, ..., job_k}: next is the partition's next due time or lease
--- deadline in Unix ms (now when due jobs remain, -1 when there is nothing), each job as reply().
+-- ARGV[6] ttr override in ms (0: each job's own); ARGV[7..] pairs of id, lease to ack first (a
+-- worker's finished jobs ride along with its next reserve).
+-- Returns: {now, next, acked, job_1, ..., job_k}: next is the partition's next due time or lease
+-- deadline in Unix ms (now when due jobs remain, -1 when there is nothing), acked is
+-- ack_leases()'s value per pair, each job as reply().
+local acked = ack_leases(7)
 local limit = tonumber(ARGV[5])
 expire_leases(limit)
 promote(limit)
 local set = READY
 if ARGV[2] == 'push' then set = READY_PUSH end
 local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[3]) - 1)
-local out = {NOW, -1}
+local out = {NOW, -1, acked}
 if #ids > 0 then
   bulk('ZREM', set, ids)
   local ttr_override = tonumber(ARGV[6])
