@@ -98,39 +98,20 @@ func (c *Client) laneState(topic string, lane store.Lane, n int) *topicState {
 // those of partitions it did not ask in a round trip of their own. It returns an error per ack.
 func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, max int, ttr time.Duration, all bool, acks []ackReq) ([]*Job, []error, error) {
 	parts, seen := t.due(time.Now(), all)
-	var pending byPartition[store.Lease]
-	for i, a := range acks {
-		pending.add(a.part, a.lease, i)
-	}
-	acked := make([]error, len(acks))
-	settle := func(g int, errs []error) {
-		for k, i := range pending.positions[g] {
-			acked[i] = errs[k]
-		}
-		pending.groups[g] = nil
-	}
+	riders := newRidingAcks(acks)
 	var jobs []*Job
 	prefix := newLeasePrefix()
 	for i, p := range parts {
 		part := c.store.Partition(t.name, p)
-		g, riding := pending.index[part]
-		var along []store.Lease
-		if riding {
-			along = pending.groups[g]
-		}
+		along := riders.take(part)
 		r, err := c.store.Reserve(ctx, part, lane, max-len(jobs), prefix, c.cfg.BulkLimit, ttr.Milliseconds(), along)
 		if err != nil {
 			t.recheck([]int{p})
-			for g, group := range pending.groups {
-				if group != nil {
-					settle(g, repeat(err, len(group)))
-				}
-			}
-			return jobs, acked, err
+			riders.settle(part, repeat(err, len(along)))
+			riders.settleRest(repeat(err, len(riders.rest())))
+			return jobs, riders.errs, err
 		}
-		if riding {
-			settle(g, r.Acked)
-		}
+		riders.settle(part, r.Acked)
 		t.learn(p, seen[i], time.Now(), r.NowMs, r.NextMs)
 		for _, rec := range r.Jobs {
 			jobs = append(jobs, jobFromRecord(t.name, rec))
@@ -139,20 +120,10 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 			break
 		}
 	}
-	var rest []ackReq
-	var restIndex []int
-	for g, group := range pending.groups {
-		for k, l := range group {
-			rest = append(rest, ackReq{part: pending.parts[g], lease: l})
-			restIndex = append(restIndex, pending.positions[g][k])
-		}
+	if rest := riders.rest(); len(rest) > 0 {
+		riders.settleRest(c.flushAcks(ctx, rest))
 	}
-	if len(rest) > 0 {
-		for k, err := range c.flushAcks(ctx, rest) {
-			acked[restIndex[k]] = err
-		}
-	}
-	return jobs, acked, nil
+	return jobs, riders.errs, nil
 }
 
 func repeat(err error, n int) []error {

@@ -90,3 +90,64 @@ func (c *Client) flushAcks(ctx context.Context, reqs []ackReq) []error {
 	}
 	return out
 }
+
+// ridingAcks are acks that travel with reserve calls, each partition's with the call to that
+// partition, and errs their outcomes in the order they came.
+type ridingAcks struct {
+	by    byPartition[store.Lease]
+	taken map[keys.Partition]bool
+	errs  []error
+}
+
+func newRidingAcks(acks []ackReq) *ridingAcks {
+	r := &ridingAcks{taken: map[keys.Partition]bool{}, errs: make([]error, len(acks))}
+	for i, a := range acks {
+		r.by.add(a.part, a.lease, i)
+	}
+	return r
+}
+
+// take returns the acks of partition p, to go with the reserve call to p.
+func (r *ridingAcks) take(p keys.Partition) []store.Lease {
+	g, ok := r.by.index[p]
+	if !ok {
+		return nil
+	}
+	r.taken[p] = true
+	return r.by.groups[g]
+}
+
+// settle records the outcomes of partition p's acks.
+func (r *ridingAcks) settle(p keys.Partition, errs []error) {
+	if g, ok := r.by.index[p]; ok {
+		for k, i := range r.by.positions[g] {
+			r.errs[i] = errs[k]
+		}
+	}
+}
+
+// rest returns the acks of the partitions no reserve call took.
+func (r *ridingAcks) rest() []ackReq {
+	var out []ackReq
+	for g, p := range r.by.parts {
+		if !r.taken[p] {
+			for _, l := range r.by.groups[g] {
+				out = append(out, ackReq{part: p, lease: l})
+			}
+		}
+	}
+	return out
+}
+
+// settleRest records the outcomes of rest()'s acks, in its order.
+func (r *ridingAcks) settleRest(errs []error) {
+	k := 0
+	for g, p := range r.by.parts {
+		if !r.taken[p] {
+			for _, i := range r.by.positions[g] {
+				r.errs[i] = errs[k]
+				k++
+			}
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -290,14 +291,16 @@ func (w *Worker) settleAcks(ctx context.Context, acks []ackReq, errs []error) {
 	}
 }
 
-// takeSlots blocks until a handler slot is free, then takes every free one. It returns 0 when
-// ctx ends first.
+// takeSlots blocks until a handler slot is free, then takes every free one. Before it looks for
+// more, it yields once: handlers that are finishing on the other core return their slots, and
+// one reserve call carries them all instead of one call each. It returns 0 when ctx ends first.
 func (w *Worker) takeSlots(ctx context.Context) int {
 	select {
 	case <-ctx.Done():
 		return 0
 	case <-w.slots:
 	}
+	runtime.Gosched()
 	n := 1
 	for n < w.c.cfg.Limits.MaxReserve {
 		select {
