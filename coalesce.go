@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"runtime"
 	"sync"
 )
 
@@ -80,6 +81,9 @@ func (c *coalescer[Req, Res]) handOff() {
 // run flushes queued requests until the queue is empty, and then gives back its flush slot.
 func (c *coalescer[Req, Res]) run() {
 	for {
+		// Yield first: the callers the last flush just woke are about to call again, and the
+		// next flush should carry them all rather than the first one or two.
+		runtime.Gosched()
 		c.mu.Lock()
 		n := min(len(c.queue), c.maxBatch)
 		if n == 0 {

@@ -37,6 +37,8 @@ type Options struct {
 	Namespace string
 	// CPUProfile, when set, is the file a CPU profile of the whole run is written to.
 	CPUProfile string
+	// ScalingPending, when above 0, replaces the scaling scenario's backlog size.
+	ScalingPending int
 }
 
 // Command returns the `bench` subcommand.
@@ -66,6 +68,7 @@ Scenarios: ` + scenarioNames() + `.`,
 	f.BoolVar(&o.Flush, "flush", false, "allow FLUSHALL on the Redis given with --redis")
 	f.StringVar(&o.Namespace, "namespace", "delayq-bench", "delayq key prefix of the benchmark's jobs")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	f.IntVar(&o.ScalingPending, "scaling-pending", 0, "jobs pending in the scaling scenario's second probe (default 1,000,000; 10,000 with --quick)")
 	return cmd
 }
 
@@ -87,7 +90,10 @@ func RunCommand(ctx context.Context, o Options, stdout, stderr io.Writer) error 
 	if o.Namespace == "" {
 		o.Namespace = "delayq-bench"
 	}
-	env := &Env{Quick: o.Quick, HTTP: o.HTTP, Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	if o.ScalingPending < 0 {
+		return fmt.Errorf("--scaling-pending: %d is below 0", o.ScalingPending)
+	}
+	env := &Env{Quick: o.Quick, HTTP: o.HTTP, ScalingPending: o.ScalingPending, Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	var rdb redis.UniversalClient
 	if o.Redis == "" {
 		srv, err := StartRedis(ctx)

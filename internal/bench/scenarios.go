@@ -23,6 +23,8 @@ type Env struct {
 	// HTTP is the base URL of a running delayq server for the HTTP scenario; empty starts one
 	// in process.
 	HTTP string
+	// ScalingPending, when above 0, replaces the scaling scenario's backlog size.
+	ScalingPending int
 	// Log receives progress.
 	Log *slog.Logger
 
@@ -120,6 +122,14 @@ type sizes struct {
 }
 
 func (env *Env) sizes() sizes {
+	sz := env.defaultSizes()
+	if env.ScalingPending > 0 {
+		sz.scaleFill = env.ScalingPending
+	}
+	return sz
+}
+
+func (env *Env) defaultSizes() sizes {
 	if env.Quick {
 		return sizes{
 			single: 300, parallel: 2000, batch: 5000,
