@@ -111,7 +111,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		rel = chartDir
 	}
-	md := renderMarkdown(rep, filepath.ToSlash(rel))
+	// analysis.md explains, with the commands that measured it, why a target is missed.
+	analysis, err := os.ReadFile(filepath.Join(dataDir, "analysis.md"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	md := renderMarkdown(rep, filepath.ToSlash(rel), string(analysis))
 	if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
 		return err
 	}

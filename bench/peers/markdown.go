@@ -41,7 +41,8 @@ var peerNotes = map[string][]string{
 	},
 }
 
-func renderMarkdown(r *report, chartDir string) string {
+// renderMarkdown writes the report; analysis, hand-written, follows the missed targets.
+func renderMarkdown(r *report, chartDir, analysis string) string {
 	var b strings.Builder
 	b.WriteString("# delayq benchmarks\n\n")
 	b.WriteString("delayq measured side by side with [hibiken/asynq](https://github.com/hibiken/asynq) and [BullMQ](https://bullmq.io) on the same redis-server, in the same run: every scenario runs for every queue in turn (the order rotates from run to run), with `FLUSHALL` in between. ")
@@ -94,6 +95,9 @@ func renderMarkdown(r *report, chartDir string) string {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", m.scenario, m.metric, m.target, m.got)
 		}
 		b.WriteString("\n")
+	}
+	if analysis = strings.TrimSpace(analysis); analysis != "" {
+		b.WriteString(analysis + "\n\n")
 	}
 	fmt.Fprintf(&b, "![throughput](%s/throughput.svg)\n\n", chartDir)
 	b.WriteString(sections.String())

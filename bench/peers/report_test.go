@@ -41,7 +41,7 @@ func TestRenderMarkdown(t *testing.T) {
 			res(run+1, "delayq", rate("end-to-end", v), rate("drain", 10)),
 			res(run+1, "asynq", rate("end-to-end", 90), rate("drain", 20)))
 	}
-	md := renderMarkdown(r, "charts")
+	md := renderMarkdown(r, "charts", "")
 	for _, want := range []string{
 		"| end-to-end | jobs/s | 200 (100–300) | 90.0 | 2.22× | ≥ 2× best peer | yes |",
 		"| drain | jobs/s | 10.0 | 20.0 | 0.50× | ≥ 2× best peer | **no** |",
