@@ -17,7 +17,8 @@ import (
 // scan reads every job of the topic straight from Redis, one MULTI per partition so that each
 // partition is read at one instant, and checks the layout: every job record sits in exactly
 // one of the delayed, ready, ready:push, reserved and dead sets, every set member has a
-// record, and every record reads back whole with the body its producer sent. It returns each
+// record, the reserved jobs are exactly those with a lease token, and every record reads back
+// whole with the body its producer sent. It returns each
 // job's set ("delayed", "ready", "reserved" or "dead") and the inconsistencies found.
 func (h *harness) scan() (map[string]string, []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -33,10 +34,11 @@ func (h *harness) scan() (map[string]string, []string) {
 	}
 	for part := range n {
 		p := keys.For(h.ns, h.topic, part)
-		var jobs *redis.StringSliceCmd
+		var jobs, leased *redis.StringSliceCmd
 		sets := map[string]*redis.StringSliceCmd{}
 		_, err := h.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 			jobs = pipe.HKeys(ctx, p.Jobs())
+			leased = pipe.HKeys(ctx, p.Leases())
 			sets["delayed"] = pipe.ZRange(ctx, p.Delayed(), 0, -1)
 			sets["ready"] = pipe.ZRange(ctx, p.Ready(), 0, -1)
 			sets["ready:push"] = pipe.ZRange(ctx, p.ReadyPush(), 0, -1)
@@ -47,6 +49,7 @@ func (h *harness) scan() (map[string]string, []string) {
 		if err != nil {
 			return nil, []string{fmt.Sprintf("partition %d: %v", part, err)}
 		}
+		problems = append(problems, leaseProblems(sets["reserved"].Val(), leased.Val())...)
 		where := map[string][]string{}
 		for name, cmd := range sets {
 			for _, id := range cmd.Val() {
@@ -84,4 +87,23 @@ func (h *harness) scan() (map[string]string, []string) {
 		}
 	}
 	return present, problems
+}
+
+// leaseProblems reports reserved jobs without a lease token and tokens of jobs not reserved.
+func leaseProblems(reserved, leased []string) []string {
+	var out []string
+	has := map[string]bool{}
+	for _, id := range leased {
+		has[id] = true
+	}
+	for _, id := range reserved {
+		if !has[id] {
+			out = append(out, fmt.Sprintf("job %s is reserved without a lease token", id))
+		}
+		delete(has, id)
+	}
+	for id := range has {
+		out = append(out, fmt.Sprintf("job %s has a lease token but is not reserved", id))
+	}
+	return out
 }
