@@ -53,3 +53,11 @@ func TestRenderMarkdown(t *testing.T) {
 		}
 	}
 }
+
+func TestRenderMarkdownCarriesTheAnalysis(t *testing.T) {
+	r := &report{Runs: 1, Contestants: []string{"delayq"}, Versions: map[string]string{}}
+	md := renderMarkdown(r, "charts", "\n## Why\n\nBecause.\n\n")
+	if !strings.Contains(md, "## Targets missed") || !strings.Contains(md, "## Why\n\nBecause.\n\n![throughput]") {
+		t.Fatalf("the analysis is not between the missed targets and the chart:\n%s", md)
+	}
+}

@@ -189,3 +189,14 @@ func TestFormatValue(t *testing.T) {
 		}
 	}
 }
+
+func TestCommandRefusesANegativeBacklog(t *testing.T) {
+	var out, errOut bytes.Buffer
+	cmd := bench.Command()
+	cmd.SetArgs([]string{"--quick", "--scenarios", "scaling", "--scaling-pending", "-1"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	if err := cmd.ExecuteContext(context.Background()); err == nil || !strings.Contains(err.Error(), "--scaling-pending") {
+		t.Fatalf("bench with --scaling-pending -1: %v", err)
+	}
+}

@@ -113,7 +113,7 @@ func decodeRecord(b []byte, r *Record) error {
 	r.RunAtMs = r.CreatedMs + d.int()
 	r.Format = int(d.int())
 	r.MaxRetries = int(d.int())
-	r.Body = []byte(d.str())
+	r.Body = d.bytes()
 	r.BackoffMs = d.ints()
 	r.LastError = d.str()
 	r.DiedMs = d.int()
@@ -151,13 +151,25 @@ func (d *recordDecoder) int() int64 {
 	return n
 }
 
-func (d *recordDecoder) str() string {
+func (d *recordDecoder) str() string { return string(d.raw()) }
+
+// bytes returns a copy of a string field.
+func (d *recordDecoder) bytes() []byte {
+	b := d.raw()
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// raw returns a string field without copying it out of the record.
+func (d *recordDecoder) raw() []byte {
 	if d.absent() {
-		return ""
+		return nil
 	}
 	var s []byte
 	s, d.b, d.err = msgp.ReadStringZC(d.b)
-	return string(s)
+	return s
 }
 
 func (d *recordDecoder) ints() []int64 {
