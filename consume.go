@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
 )
 
@@ -12,6 +13,10 @@ import (
 type ReserveOptions struct {
 	// Max is the most jobs to lease. Defaults to 1.
 	Max int
+	// MaxBytes bounds the total size of the jobs' stored records (about their bodies' size):
+	// a reserve stops leasing once the next job would pass it, but always takes at least one.
+	// Defaults to DefaultReserveBytes.
+	MaxBytes int64
 	// Wait is how long to wait for a job to become due when none is (a long poll). Defaults to 0.
 	Wait time.Duration
 	// TTR overrides each job's lease length.
@@ -21,18 +26,27 @@ type ReserveOptions struct {
 	Push bool
 }
 
+// DefaultReserveBytes is the default ReserveOptions.MaxBytes.
+const DefaultReserveBytes = 16 << 20
+
 // Reserve leases up to Max due jobs of topic, highest priority first, then earliest due time,
 // waiting up to Wait for one to become due. Each job comes with a Lease to pass to Ack, Nack,
 // Touch or Release, and counts one more attempt. It returns no jobs and no error when none came
-// due in time.
+// due in time. When ctx ends while jobs are being leased, they are put back at once, their
+// attempt not counted, and Reserve returns ctx's error: a job is never leased to nobody.
 func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([]*Job, error) {
 	if o.Max == 0 {
 		o.Max = 1
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultReserveBytes
 	}
 	l := c.cfg.Limits
 	switch {
 	case o.Max < 1 || o.Max > l.MaxReserve:
 		return nil, invalid("max", "%d is outside 1 to %d", o.Max, l.MaxReserve)
+	case o.MaxBytes < 1:
+		return nil, invalid("max_bytes", "%d is below 1", o.MaxBytes)
 	case o.Wait < 0 || o.Wait > l.MaxWait:
 		return nil, invalid("wait", "%v is outside 0 to %v", o.Wait, l.MaxWait)
 	case o.TTR != 0 && (o.TTR < l.MinTTR || o.TTR > l.MaxTTR):
@@ -47,10 +61,14 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 	// not have arrived yet, and a caller who polls must see every job due by now.
 	everyPartition := true
 	for {
-		jobs, _, err := c.reserveDue(ctx, t, lane, o.Max, o.TTR, everyPartition, nil)
+		r, err := c.reserveDue(ctx, t, lane, reserveAsk{max: o.Max, maxBytes: o.MaxBytes, ttr: o.TTR, all: everyPartition})
 		everyPartition = false
-		if err != nil || len(jobs) > 0 || !time.Now().Before(deadline) {
-			return jobs, err
+		if ctx.Err() != nil {
+			c.abandon(ctx, r.calls)
+			return nil, ctx.Err()
+		}
+		if err != nil || len(r.jobs) > 0 || !time.Now().Before(deadline) {
+			return r.jobs, err
 		}
 		c.waitDue(ctx, t, deadline)
 		if err := ctx.Err(); err != nil {
@@ -90,40 +108,130 @@ func (c *Client) waitDue(ctx context.Context, t *topicState, deadline time.Time)
 func (c *Client) laneState(topic string, lane store.Lane, n int) *topicState {
 	t := c.topic(string(lane)+"/"+topic, topic)
 	t.setPartitionCount(n)
+	t.setLane(lane)
 	return t
 }
 
-// reserveDue asks each partition that may have something due (every one when all is set), until
-// max jobs are leased. It acks acks along the way: each partition's with its reserve call, and
-// those of partitions it did not ask in a round trip of their own. It returns an error per ack.
-func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, max int, ttr time.Duration, all bool, acks []ackReq) ([]*Job, []error, error) {
-	parts, seen := t.due(time.Now(), all)
-	riders := newRidingAcks(acks)
-	var jobs []*Job
-	prefix := newLeasePrefix()
+// reserveAsk is what one reserveDue asks for.
+type reserveAsk struct {
+	max      int
+	maxBytes int64
+	ttr      time.Duration
+	all      bool     // ask every partition, not just those that may have something due
+	acks     []ackReq // acks to send along
+}
+
+// reservation is what one reserveDue got: the jobs, an outcome per ack (nil, ErrLeaseLost, or
+// an error that leaves it undone or unknown), and the calls that leased the jobs, to abandon
+// them when nobody will read the jobs.
+type reservation struct {
+	jobs  []*Job
+	acked []error
+	calls []partitionCall
+}
+
+type partitionCall struct {
+	part keys.Partition
+	call store.ReserveCall
+}
+
+// reserveDue asks each partition that may have something due (every one when a.all is set),
+// until a.max jobs are leased. It acks a.acks along the way: each partition's with its reserve
+// call, and those of partitions it did not ask in a round trip of their own.
+//
+// A call whose answer is lost is sent again unchanged, which answers with the jobs the first
+// run leased; when that fails too, or ctx ends, the call is abandoned: what it leased is put
+// back, and its acks count as not sent.
+func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, a reserveAsk) (reservation, error) {
+	parts, seen := t.due(time.Now(), a.all)
+	riders := newRidingAcks(a.acks)
+	var r reservation
+	var failed error
+	budget := a.maxBytes
 	for i, p := range parts {
 		part := c.store.Partition(t.name, p)
-		along := riders.take(part)
-		r, err := c.store.Reserve(ctx, part, lane, max-len(jobs), prefix, c.cfg.BulkLimit, ttr.Milliseconds(), along)
+		rc := store.ReserveCall{
+			Call: store.NewCallID(), Secret: newLeasePrefix(), Lane: lane,
+			Max: a.max - len(r.jobs), MaxBytes: budget, Bulk: c.cfg.BulkLimit,
+			TTRMs: a.ttr.Milliseconds(), Acks: riders.take(part),
+		}
+		res, err := c.reserveOnce(ctx, part, rc)
+		riders.settle(part, res.Acked)
 		if err != nil {
+			// The jobs leased so far stand; the other partitions wait for the next call.
 			t.recheck([]int{p})
-			riders.settle(part, repeat(err, len(along)))
-			riders.settleRest(repeat(err, len(riders.rest())))
-			return jobs, riders.errs, err
+			failed = err
+			break
 		}
-		riders.settle(part, r.Acked)
-		t.learn(p, seen[i], time.Now(), r.NowMs, r.NextMs)
-		for _, rec := range r.Jobs {
-			jobs = append(jobs, jobFromRecord(t.name, rec))
+		t.learn(p, seen[i], time.Now(), res.NowMs, res.NextMs)
+		if len(res.Jobs) > 0 {
+			r.calls = append(r.calls, partitionCall{part, rc})
 		}
-		if len(jobs) >= max {
+		for _, rec := range res.Jobs {
+			r.jobs = append(r.jobs, jobFromRecord(t.name, rec))
+			budget -= int64(len(rec.Body))
+		}
+		if len(r.jobs) >= a.max || budget <= 0 {
 			break
 		}
 	}
 	if rest := riders.rest(); len(rest) > 0 {
 		riders.settleRest(c.flushAcks(ctx, rest))
 	}
-	return jobs, riders.errs, nil
+	r.acked = riders.errs
+	if len(r.jobs) > 0 {
+		return r, nil
+	}
+	return r, failed
+}
+
+// reserveOnce runs one reserve call. When its answer is lost it sends the same call again (at
+// most a few times, while ctx lasts), which answers as the first run did; when that fails, it
+// abandons the call and returns the error, with Acked telling which acks went through (nil),
+// which were refused (ErrLeaseLost) and which are still to be sent (an error).
+func (c *Client) reserveOnce(ctx context.Context, part keys.Partition, rc store.ReserveCall) (store.Reserved, error) {
+	res, err := c.store.Reserve(ctx, part, rc)
+	for try := 1; err != nil && store.OutcomeUnknown(err) && ctx.Err() == nil && try <= 3; try++ {
+		sleep(ctx, backoffDelay(try))
+		if ctx.Err() == nil {
+			res, err = c.store.Reserve(ctx, part, rc)
+		}
+	}
+	if err == nil {
+		return res, nil
+	}
+	acked := repeat(err, len(rc.Acks))
+	if store.OutcomeUnknown(err) {
+		if ran, got, aerr := c.abandonCall(ctx, part, rc); aerr == nil && ran {
+			acked = got
+		} else if aerr != nil {
+			c.log.Warn("delayq: a reserve whose answer was lost could not be undone: its jobs come back after their TTR", "partition", part.Jobs(), "err", aerr)
+		}
+	}
+	return store.Reserved{Acked: acked}, err
+}
+
+// abandon undoes reserve calls whose jobs nobody will read: their jobs are due again at once.
+func (c *Client) abandon(ctx context.Context, calls []partitionCall) {
+	for _, pc := range calls {
+		if _, _, err := c.abandonCall(ctx, pc.part, pc.call); err != nil {
+			c.log.Warn("delayq: putting back jobs nobody read: they come back after their TTR", "partition", pc.part.Jobs(), "err", err)
+		}
+	}
+}
+
+// abandonCall abandons one reserve call, trying a few times for about two seconds, whether or
+// not ctx has ended: it is the cleanup of ctx's end.
+func (c *Client) abandonCall(ctx context.Context, part keys.Partition, rc store.ReserveCall) (ran bool, acked []error, err error) {
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	for try := 0; ; try++ {
+		ran, acked, err = c.store.Abandon(actx, part, rc)
+		if err == nil || try == 3 || actx.Err() != nil {
+			return ran, acked, err
+		}
+		sleep(actx, backoffDelay(try+1))
+	}
 }
 
 func repeat(err error, n int) []error {

@@ -50,16 +50,16 @@ func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueue
 		b.add(r.part, r.job, i)
 	}
 	out := make([]enqueueRes, len(reqs))
-	nows, added, err := c.store.EnqueueMany(ctx, b.parts, b.groups)
+	res := c.store.EnqueueMany(ctx, b.parts, b.groups)
 	for g, positions := range b.positions {
 		for k, i := range positions {
-			switch {
-			case err != nil:
-				out[i].err = err
-			case added[g][k].Err != nil:
-				out[i].err = added[g][k].Err
+			switch r := res[g]; {
+			case r.Err != nil:
+				out[i].err = r.Err // this partition's call failed; the others stand
+			case r.Jobs[k].Err != nil:
+				out[i].err = r.Jobs[k].Err
 			default:
-				out[i].job = newJob(reqs[i].topic, reqs[i].job, nows[g], added[g][k].RunAtMs)
+				out[i].job = newJob(reqs[i].topic, reqs[i].job, r.NowMs, r.Jobs[k].RunAtMs)
 			}
 		}
 	}
@@ -78,11 +78,11 @@ func (c *Client) flushAcks(ctx context.Context, reqs []ackReq) []error {
 		b.add(r.part, r.lease, i)
 	}
 	out := make([]error, len(reqs))
-	results, err := c.store.AckMany(ctx, b.parts, b.groups)
+	results, errs := c.store.AckMany(ctx, b.parts, b.groups)
 	for g, positions := range b.positions {
 		for k, i := range positions {
-			if err != nil {
-				out[i] = err
+			if errs[g] != nil {
+				out[i] = errs[g]
 			} else {
 				out[i] = results[g][k]
 			}

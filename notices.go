@@ -3,10 +3,13 @@ package delayq
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/store"
 )
 
 // notices turns the partitions' shard pub/sub messages into wake-ups of the topic states that
@@ -116,12 +119,12 @@ func (h *notices) receive(ps *redis.PubSub) {
 				tg.t.recheck([]int{tg.p})
 			}
 		case *redis.Message:
-			due, err := strconv.ParseInt(m.Payload, 10, 64)
-			if err != nil {
+			due, lane, ok := parseNotice(m.Payload)
+			if !ok {
 				continue
 			}
 			for _, tg := range h.targetsOf(m.Channel) {
-				tg.t.notice(tg.p, due)
+				tg.t.notice(tg.p, lane, due)
 			}
 		}
 	}
@@ -143,4 +146,18 @@ func (h *notices) recheckAll() {
 	for _, tg := range all {
 		tg.t.recheck([]int{tg.p})
 	}
+}
+
+// parseNotice reads a notice's payload: "<due ms>" for the pull lane, "<due ms> push" for the
+// push lane (lib.lua's notify_if_sooner).
+func parseNotice(payload string) (dueMs int64, lane store.Lane, ok bool) {
+	ms, push := strings.CutSuffix(payload, " push")
+	due, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return 0, "", false
+	}
+	if push {
+		return due, store.LanePush, true
+	}
+	return due, store.LanePull, true
 }

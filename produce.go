@@ -46,8 +46,10 @@ type BatchResult struct {
 }
 
 // EnqueueBatch adds jobs to topic with one script call per partition, all in one round trip.
-// Each job succeeds or fails alone; results are in the order of specs. The error is non-nil only
-// when the batch as a whole could not be tried (bad topic, too many jobs, Redis unreachable).
+// Each job succeeds or fails alone, and so does each partition's call: when one of a Cluster's
+// shards is down, the jobs for its partitions carry the error and the others are stored.
+// Results are in the order of specs. The error is non-nil only when the batch as a whole could
+// not be tried (bad topic, too many jobs) or no call reached Redis.
 func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) ([]BatchResult, error) {
 	if len(specs) == 0 || len(specs) > c.cfg.Limits.MaxBatch {
 		return nil, invalid("jobs", "a batch holds 1 to %d jobs, got %d", c.cfg.Limits.MaxBatch, len(specs))
@@ -79,17 +81,20 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 	if err != nil {
 		return nil, err
 	}
+	reached := false // whether any call got an answer
+	var failure error
 	// A generated id can collide with one another process drew in the same millisecond: such
 	// jobs draw a new id and go again.
 	for try := 0; len(jobs) > 0; try++ {
-		added, err := c.add(ctx, topic, n, jobs)
-		if err != nil {
-			return nil, err
-		}
 		var again []store.NewJob
 		var againIndex []int
-		for k, a := range added {
+		for k, a := range c.add(ctx, topic, n, jobs) {
 			i := index[k]
+			if a.err == nil || !store.OutcomeUnknown(a.err) {
+				reached = true
+			} else {
+				failure = a.err
+			}
 			if errors.Is(a.err, ErrExists) && specs[i].ID == "" && try < 3 {
 				jobs[k].ID = c.newID()
 				again = append(again, jobs[k])
@@ -100,23 +105,20 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 		}
 		jobs, index = again, againIndex
 	}
+	if !reached {
+		return nil, failure
+	}
 	return results, nil
 }
 
 // add stores jobs with one script call per partition, all in one round trip, and returns each
 // job's outcome in order.
-func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob) ([]enqueueRes, error) {
+func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob) []enqueueRes {
 	reqs := make([]enqueueReq, len(jobs))
 	for k, j := range jobs {
 		reqs[k] = enqueueReq{topic: topic, part: c.store.Partition(topic, keys.PartitionOf(j.ID, n)), job: j}
 	}
-	out := c.flushEnqueues(ctx, reqs)
-	for _, r := range out {
-		if r.err != nil && !errors.Is(r.err, ErrExists) {
-			return nil, r.err // the round trip failed: the batch as a whole
-		}
-	}
-	return out, nil
+	return c.flushEnqueues(ctx, reqs)
 }
 
 // newJob describes a job just added, as Get would return it.

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/delayq/delayq/internal/store"
 )
 
 // never stands for "nothing is due in this partition until a notice says otherwise".
@@ -18,6 +20,7 @@ type topicState struct {
 	rr   atomic.Uint32 // where the next scan of the partitions starts
 
 	mu        sync.Mutex
+	lane      store.Lane  // the lane whose notices wake it; "" for none
 	n         int         // partition count, 0 until known
 	next      []time.Time // per partition, local time when it next has something due; zero: look now
 	notices   []uint64    // per partition, notices seen, to keep a stale reply from hiding one
@@ -28,6 +31,12 @@ type topicState struct {
 
 func newTopicState(name string) *topicState {
 	return &topicState{name: name, changed: make(chan struct{})}
+}
+
+func (t *topicState) setLane(l store.Lane) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lane = l
 }
 
 func (t *topicState) partitionCount() int {
@@ -80,11 +89,11 @@ func (t *topicState) learn(p int, seen uint64, at time.Time, nowMs, nextMs int64
 	t.next[p] = next
 }
 
-// notice records that partition p has something due at server time dueMs.
-func (t *topicState) notice(p int, dueMs int64) {
+// notice records that partition p has something of lane due at server time dueMs.
+func (t *topicState) notice(p int, lane store.Lane, dueMs int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p < 0 || p >= t.n {
+	if p < 0 || p >= t.n || lane != t.lane {
 		return
 	}
 	now := time.Now()

@@ -66,10 +66,18 @@ type Worker struct {
 	// Finished jobs are acked by the next reserve call of a fetcher, which carries the acks of
 	// its partition along: a busy Worker makes one round trip per batch of jobs, not one per
 	// batch plus one per ack. With no fetcher active (all wait for due jobs), handlers ack
-	// their jobs themselves at once.
-	ackMu  sync.Mutex
-	acks   []ackReq
-	active int // fetchers that are not waiting for due jobs
+	// their jobs themselves at once. Acks and nacks that fail for a passing reason are tried
+	// again until they go through, the lease is lost or its deadline passes (settle.go).
+	ackMu    sync.Mutex
+	acks     []finished // waiting for the next reserve call
+	retry    []finished // failed once, waiting for the retry loop
+	retrying bool       // the retry loop runs
+	closed   bool       // Stop waits for the retry loop: no new one may start
+	active   int        // fetchers that are not waiting for due jobs
+
+	settling     sync.WaitGroup // the retry loop
+	settleCtx    context.Context
+	settleCancel context.CancelFunc // ends every retry when Stop gives up waiting
 }
 
 // NewWorker returns a Worker that leases jobs through c.
@@ -91,6 +99,7 @@ func NewWorker(c *Client, cfg WorkerConfig) (*Worker, error) {
 		handlers: map[string]Handler{},
 		running:  map[*Job]context.CancelFunc{},
 	}
+	w.settleCtx, w.settleCancel = context.WithCancel(context.Background())
 	for range cfg.Concurrency {
 		w.slots <- struct{}{}
 	}
@@ -153,9 +162,11 @@ func (w *Worker) startFetch(ctx context.Context, topic string, h Handler) error 
 	return nil
 }
 
-// Stop stops fetching, waits for running handlers to finish until ctx ends, and then cancels the
-// remaining handlers and releases their leases, so that their jobs are due again at once instead
-// of after their TTR. It returns ctx's error when handlers had to be cut short.
+// Stop stops fetching, waits for running handlers to finish and for every ack and nack to be
+// sent, until ctx ends. Then it cancels the remaining handlers and releases their leases, so
+// that their jobs are due again at once instead of after their TTR, and gives up on acks and
+// nacks not yet sent (their jobs come back after their TTR). It returns ctx's error when
+// anything had to be cut short.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if w.fetchCancel == nil {
@@ -167,12 +178,15 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Unlock()
 	w.fetchers.Wait()
 
-	done := make(chan struct{})
-	go func() { w.jobs.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	if waitCtx(ctx, &w.jobs) {
+		// Every handler is done and has sent its ack or nack, or left it to the retry loop.
+		w.closeSettling()
+		if waitCtx(ctx, &w.settling) {
+			return nil
+		}
+		w.settleCancel()
+		w.settling.Wait()
+		return ctx.Err()
 	}
 	w.mu.Lock()
 	cut := make([]*Job, 0, len(w.running))
@@ -182,6 +196,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 		delete(w.running, job)
 	}
 	w.mu.Unlock()
+	w.settleCancel()
+	w.closeSettling()
+	w.settling.Wait()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, job := range cut {
@@ -190,6 +207,18 @@ func (w *Worker) Stop(ctx context.Context) error {
 		}
 	}
 	return ctx.Err()
+}
+
+// waitCtx waits for wg until ctx ends, and reports whether wg finished.
+func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // fetch leases jobs of one topic while handler slots are free. It holds slots only for the
@@ -205,14 +234,15 @@ func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Ha
 			return
 		}
 		acks := w.takeAcks()
-		jobs, acked, err := w.c.reserveDue(ctx, t, lane, n, 0, false, acks)
-		w.settleAcks(ctx, acks, acked)
-		for range n - len(jobs) {
+		r, err := w.c.reserveDue(ctx, t, lane, reserveAsk{max: n, maxBytes: DefaultReserveBytes, acks: requests(acks)})
+		w.settleAcks(acks, r.acked)
+		for range n - len(r.jobs) {
 			w.slots <- struct{}{}
 		}
-		for _, job := range jobs {
+		for _, job := range r.jobs {
 			w.run(t, job, h)
 		}
+		jobs := r.jobs
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -227,66 +257,6 @@ func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Ha
 			w.resume()
 		default:
 			failures = 0
-		}
-	}
-}
-
-// queueAck queues a finished job's ack for the next reserve call of an active fetcher, which
-// the slot its handler frees wakes. It reports false when no fetcher is active: the caller
-// acks the job itself.
-func (w *Worker) queueAck(a ackReq) bool {
-	w.ackMu.Lock()
-	defer w.ackMu.Unlock()
-	if w.active == 0 {
-		return false
-	}
-	w.acks = append(w.acks, a)
-	return true
-}
-
-func (w *Worker) takeAcks() []ackReq {
-	w.ackMu.Lock()
-	defer w.ackMu.Unlock()
-	a := w.acks
-	w.acks = nil
-	return a
-}
-
-func (w *Worker) resume() {
-	w.ackMu.Lock()
-	w.active++
-	w.ackMu.Unlock()
-}
-
-// pause marks a fetcher as waiting for due jobs (or gone); the last active one to pause acks
-// what is queued, since no reserve call may come soon.
-func (w *Worker) pause() {
-	w.ackMu.Lock()
-	w.active--
-	var left []ackReq
-	if w.active == 0 {
-		left, w.acks = w.acks, nil
-	}
-	w.ackMu.Unlock()
-	if len(left) > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		w.settleAcks(ctx, left, w.c.flushAcks(ctx, left))
-	}
-}
-
-// settleAcks logs the acks that failed. Those cut short by the fetcher's stop go back in the
-// queue, for the last fetcher to send as it leaves.
-func (w *Worker) settleAcks(ctx context.Context, acks []ackReq, errs []error) {
-	for i, err := range errs {
-		switch {
-		case err == nil:
-		case ctx.Err() != nil && !errors.Is(err, ErrLeaseLost):
-			w.ackMu.Lock()
-			w.acks = append(w.acks, acks[i])
-			w.ackMu.Unlock()
-		default:
-			w.log.Warn("delayq: ack failed", "id", acks[i].lease.ID, "err", err)
 		}
 	}
 }
@@ -325,7 +295,7 @@ func (w *Worker) run(t *topicState, job *Job, h Handler) {
 		defer cancel()
 		stopRenew := w.renew(ctx, job, cancel)
 		err := callHandler(ctx, h, job)
-		stopRenew()
+		deadline := stopRenew()
 		w.mu.Lock()
 		_, mine := w.running[job]
 		delete(w.running, job)
@@ -333,13 +303,14 @@ func (w *Worker) run(t *topicState, job *Job, h Handler) {
 		// The handler's slot is free once it returns: the ack or nack is bookkeeping, and the
 		// fetcher may lease the next job while it travels. A queued ack goes in before the slot
 		// comes back, so that the fetcher the slot wakes carries it.
-		if mine && err == nil && w.queueAck(ackReq{part: w.c.store.Partition(t.name, keys.PartitionOf(job.ID, t.partitionCount())), lease: store.Lease{ID: job.ID, Token: job.Lease}}) {
+		f := finished{ackReq: ackReq{part: w.c.store.Partition(t.name, keys.PartitionOf(job.ID, t.partitionCount())), lease: store.Lease{ID: job.ID, Token: job.Lease}}, topic: job.Topic, deadline: deadline}
+		if mine && err == nil && w.queueAck(f) {
 			w.slots <- struct{}{}
 			return
 		}
 		w.slots <- struct{}{}
 		if mine {
-			w.finish(job, err)
+			w.finish(f, err)
 		}
 	}()
 }
@@ -354,55 +325,53 @@ func callHandler(ctx context.Context, h Handler, job *Job) (err error) {
 	return h(ctx, job)
 }
 
-// renew touches the job's lease every half TTR while its handler runs; a lost lease cancels
-// the handler. It returns a function that stops the renewal.
-func (w *Worker) renew(ctx context.Context, job *Job, lost context.CancelFunc) func() {
+// renew keeps the job's lease while its handler runs: it touches it every third of its TTR,
+// and a touch that fails for a passing reason is tried again
+// soon, well before the deadline, not a whole step later. A lost lease cancels the handler. It
+// returns a function that stops the renewal and returns the lease deadline as last known
+// (local clock).
+func (w *Worker) renew(ctx context.Context, job *Job, lost context.CancelFunc) func() time.Time {
 	// A timer rather than a goroutine per job: most handlers end long before their first renewal.
-	every := max(job.TTR/2, 10*time.Millisecond)
+	// The touch asks for the job's own TTR (0), which no limit of this Client can refuse.
+	ttr := job.TTR
+	every := max(ttr/3, 10*time.Millisecond)
 	var mu sync.Mutex
 	stopped := false
+	deadline := time.Now().Add(ttr)
+	failures := 0
 	var timer *time.Timer
 	mu.Lock() // the callback reads timer
 	defer mu.Unlock()
 	timer = time.AfterFunc(every, func() {
-		_, err := w.c.Touch(ctx, job.Topic, job.ID, job.Lease, job.TTR)
+		sent := time.Now()
+		_, err := w.c.Touch(ctx, job.Topic, job.ID, job.Lease, 0)
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {
 			return // the handler is done: its ack or nack settles the lease
 		}
-		if errors.Is(err, ErrLeaseLost) {
+		switch {
+		case err == nil:
+			failures = 0
+			deadline = sent.Add(ttr)
+			timer.Reset(every)
+		case errors.Is(err, ErrLeaseLost):
 			w.log.Warn("delayq: lease lost while the handler ran", "topic", job.Topic, "id", job.ID)
 			lost()
-			return
+		case time.Now().After(deadline):
+			w.log.Warn("delayq: lease renewal failed until the deadline; the job may be delivered again", "topic", job.Topic, "id", job.ID, "err", err)
+		default:
+			failures++
+			w.log.Warn("delayq: lease renewal failed; trying again", "topic", job.Topic, "id", job.ID, "err", err)
+			timer.Reset(min(backoffDelay(failures), max(time.Until(deadline)/3, time.Millisecond)))
 		}
-		timer.Reset(every)
 	})
-	return func() {
+	return func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		stopped = true
 		timer.Stop()
-	}
-}
-
-// finish acks or nacks job after its handler returned err.
-func (w *Worker) finish(job *Job, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err == nil {
-		if err := w.c.Ack(ctx, job.Topic, job.ID, job.Lease); err != nil {
-			w.log.Warn("delayq: ack failed", "topic", job.Topic, "id", job.ID, "err", err)
-		}
-		return
-	}
-	o := NackOptions{Error: err.Error()}
-	var he *handlerError
-	if errors.As(err, &he) {
-		o.Delay, o.Dead = he.delay, he.dead
-	}
-	if _, nerr := w.c.Nack(ctx, job.Topic, job.ID, job.Lease, o); nerr != nil {
-		w.log.Warn("delayq: nack failed", "topic", job.Topic, "id", job.ID, "err", nerr)
+		return deadline
 	}
 }
 

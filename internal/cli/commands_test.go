@@ -194,8 +194,9 @@ func TestConsumeCommands(t *testing.T) {
 	if out := s.must(t, "ack", "mail", "m3", "--lease", m3); !strings.Contains(out, "acked mail/m3") {
 		t.Errorf("ack printed %q", out)
 	}
-	if _, err := s.run(t, "ack", "mail", "m3", "--lease", m3); err == nil || !(strings.HasPrefix(err.Error(), "lease_lost: ") || strings.HasPrefix(err.Error(), "not_found: ")) {
-		t.Errorf("second ack: err = %v, want lease_lost or not_found", err)
+	// Retrying is safe: the same ack again answers as the first did.
+	if out := s.must(t, "ack", "mail", "m3", "--lease", m3); !strings.Contains(out, "acked mail/m3") {
+		t.Errorf("second ack printed %q", out)
 	}
 	_, err := s.run(t, "ack", "mail", "m2", "--lease", "made-up")
 	wantErr(t, err, "lease_lost")

@@ -53,6 +53,11 @@ func (p Partition) Notify() string { return p.prefix + "notify" }
 // in Reserved.
 func (p Partition) Leases() string { return p.prefix + "leases" }
 
+// Call is a STRING that records the outcome of one script call (named by a call id the caller
+// makes) for a short replay window, so that the same call sent again answers as the first did.
+// It expires by itself (PX).
+func (p Partition) Call(id string) string { return p.prefix + "call:" + id }
+
 // All returns the partition's keys in the order the scripts expect them in KEYS.
 func (p Partition) All() []string {
 	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases()}

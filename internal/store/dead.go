@@ -9,7 +9,7 @@ import (
 
 // DeadList returns up to limit dead jobs of partition p whose ids sort after afterID.
 func (s *Store) DeadList(ctx context.Context, p keys.Partition, afterID string, limit int) ([]Record, error) {
-	vals, err := s.run(ctx, deadListScript, p, afterID, limit).Slice()
+	vals, err := s.run(ctx, deadListScript, read(p, afterID, limit)).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("delayq: dead list: %w", err)
 	}
@@ -18,7 +18,7 @@ func (s *Store) DeadList(ctx context.Context, p keys.Partition, afterID string, 
 
 // DeadRequeue puts dead jobs back: the given ids, or when ids is nil up to limit of them.
 func (s *Store) DeadRequeue(ctx context.Context, p keys.Partition, ids []string, limit int) (int, error) {
-	n, err := s.run(ctx, deadRequeueScript, p, deadArgs(ids, limit)...).Int()
+	n, err := s.run(ctx, deadRequeueScript, write(p, NewCallID(), deadArgs(ids, limit)...)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("delayq: requeue: %w", err)
 	}
@@ -27,7 +27,7 @@ func (s *Store) DeadRequeue(ctx context.Context, p keys.Partition, ids []string,
 
 // DeadDelete deletes dead jobs: the given ids, or when ids is nil up to limit of them.
 func (s *Store) DeadDelete(ctx context.Context, p keys.Partition, ids []string, limit int) (int, error) {
-	n, err := s.run(ctx, deadDeleteScript, p, deadArgs(ids, limit)...).Int()
+	n, err := s.run(ctx, deadDeleteScript, write(p, NewCallID(), deadArgs(ids, limit)...)).Int()
 	if err != nil {
 		return 0, fmt.Errorf("delayq: delete dead: %w", err)
 	}

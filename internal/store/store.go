@@ -28,6 +28,7 @@ var (
 	enqueueScript     = loadScript("enqueue")
 	reserveScript     = loadScript("reserve")
 	ackScript         = loadScript("ack")
+	abandonScript     = loadScript("abandon")
 	nackScript        = loadScript("nack")
 	touchScript       = loadScript("touch")
 	releaseScript     = loadScript("release")
@@ -48,15 +49,22 @@ type Store struct {
 	// clockOffset is added to the server's TIME in every script; tests set it to move time.
 	clockOffset atomic.Int64
 
+	// replayWindow is how long a script call's outcome is kept for a replay (see calls.go).
+	replayWindow time.Duration
+
 	// waitReplicas, when above 0, is how many replicas must confirm an enqueue within
 	// waitTimeout (see SetWaitReplicas).
 	waitReplicas int
 	waitTimeout  time.Duration
 }
 
+// DefaultReplayWindow is how long a call's outcome is kept for a replay unless
+// SetReplayWindow says otherwise.
+const DefaultReplayWindow = 30 * time.Second
+
 // New returns a Store for keys under namespace ns.
 func New(rdb redis.UniversalClient, ns string) *Store {
-	return &Store{rdb: rdb, ns: ns}
+	return &Store{rdb: rdb, ns: ns, replayWindow: DefaultReplayWindow}
 }
 
 // Client returns the Redis client the store uses.
@@ -68,6 +76,10 @@ func (s *Store) ClockOffset() int64 { return s.clockOffset.Load() }
 // SetClockOffset moves the clock every script sees by ms milliseconds (tests only).
 func (s *Store) SetClockOffset(ms int64) { s.clockOffset.Store(ms) }
 
+// SetReplayWindow sets how long a script call's outcome is kept, so that the same call sent
+// again within it answers as the first did; 0 keeps none. Call it before the Store is used.
+func (s *Store) SetReplayWindow(d time.Duration) { s.replayWindow = d }
+
 // SetWaitReplicas makes EnqueueMany fail unless n replicas confirm its writes within timeout.
 // Call it before the Store is used.
 func (s *Store) SetWaitReplicas(n int, timeout time.Duration) {
@@ -77,8 +89,32 @@ func (s *Store) SetWaitReplicas(n int, timeout time.Duration) {
 // Partition returns the keys of partition n of topic.
 func (s *Store) Partition(topic string, n int) keys.Partition { return keys.For(s.ns, topic, n) }
 
-func (s *Store) run(ctx context.Context, sc *redis.Script, p keys.Partition, args ...any) *redis.Cmd {
-	return sc.Run(ctx, s.rdb, p.All(), append([]any{s.clockOffset.Load()}, args...)...)
+// script is one call of a script: its KEYS and its own arguments (from ARGV[3] on).
+type script struct {
+	keys []string
+	args []any
+	// records says whether KEYS holds a call record, which ARGV[2] then keeps for the window.
+	records bool
+}
+
+// read is a call of a script that changes nothing.
+func read(p keys.Partition, args ...any) script { return script{keys: p.All(), args: args} }
+
+// write is a call of a script that changes state, recorded under call id.
+func write(p keys.Partition, call string, args ...any) script {
+	return script{keys: append(p.All(), p.Call(call)), args: args, records: true}
+}
+
+func (s *Store) argv(c script) []any {
+	window := int64(0)
+	if c.records {
+		window = s.replayWindow.Milliseconds()
+	}
+	return append([]any{s.clockOffset.Load(), window}, c.args...)
+}
+
+func (s *Store) run(ctx context.Context, sc *redis.Script, c script) *redis.Cmd {
+	return sc.Run(ctx, s.rdb, c.keys, s.argv(c)...)
 }
 
 // NewJob is a job to add, already validated, in the units the scripts take.
@@ -101,34 +137,41 @@ type Added struct {
 	Err     error
 }
 
-// EnqueueMany adds jobs to several partitions, one script call each, in one round trip, and
-// returns each partition's server time and its jobs' outcomes in order.
-func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs [][]NewJob) ([]int64, [][]Added, error) {
-	cmds, err := s.pipelined(ctx, enqueueScript, len(parts), func(i int) (keys.Partition, []any) {
-		return parts[i], enqueueArgs(jobs[i])
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	nows := make([]int64, len(parts))
-	out := make([][]Added, len(parts))
-	for i, cmd := range cmds {
-		nows[i], out[i], err = parseEnqueue(cmd, len(jobs[i]))
-		if err != nil {
-			return nil, nil, err
-		}
-	}
-	return nows, out, nil
+// Enqueued is the outcome of one partition's enqueue call: the server's time and each job's
+// outcome in order, or Err when the call failed (then nothing is known of its jobs).
+type Enqueued struct {
+	NowMs int64
+	Jobs  []Added
+	Err   error
 }
 
-// pipelined runs script sc n times in one pipeline. Calls that find the server's script cache
-// empty (after a restart, a failover or SCRIPT FLUSH) ran nothing, so they alone are sent again
-// with the script's text.
-func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call func(i int) (keys.Partition, []any)) ([]*redis.Cmd, error) {
+// EnqueueMany adds jobs to several partitions, one script call each, in one round trip, and
+// returns each partition's outcome: one partition's failure leaves the others' as they are.
+func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs [][]NewJob) []Enqueued {
+	cmds, errs := s.pipelined(ctx, enqueueScript, len(parts), func(i int) script {
+		return write(parts[i], NewCallID(), enqueueArgs(jobs[i])...)
+	})
+	out := make([]Enqueued, len(parts))
+	for i, cmd := range cmds {
+		if errs[i] != nil {
+			out[i].Err = errs[i]
+			continue
+		}
+		out[i].NowMs, out[i].Jobs, out[i].Err = parseEnqueue(cmd, len(jobs[i]))
+	}
+	return out
+}
+
+// pipelined runs script sc n times in one pipeline and returns each call's command and error.
+// Calls that find the server's script cache empty (after a restart, a failover or SCRIPT
+// FLUSH) ran nothing, so they alone are sent again with the script's text.
+func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call func(i int) script) ([]*redis.Cmd, []error) {
 	cmds := make([]*redis.Cmd, n)
+	calls := make([]script, n)
 	pending := make([]int, n)
 	for i := range pending {
 		pending[i] = i
+		calls[i] = call(i)
 	}
 	// Enqueues are confirmed by replicas when asked: WAIT covers the writes of its own
 	// connection only, so it ends each pipeline that carried them.
@@ -137,12 +180,11 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 	for _, eval := range []bool{false, true} {
 		_, _ = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for _, i := range pending {
-				p, args := call(i)
-				args = append([]any{s.clockOffset.Load()}, args...)
+				c := calls[i]
 				if eval {
-					cmds[i] = sc.Eval(ctx, pipe, p.All(), args...)
+					cmds[i] = sc.Eval(ctx, pipe, c.keys, s.argv(c)...)
 				} else {
-					cmds[i] = sc.EvalSha(ctx, pipe, p.All(), args...)
+					cmds[i] = sc.EvalSha(ctx, pipe, c.keys, s.argv(c)...)
 				}
 			}
 			if confirm {
@@ -163,21 +205,29 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 		}
 		pending = again
 	}
-	for _, c := range cmds {
+	errs := make([]error, n)
+	for i, c := range cmds {
 		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("delayq: pipeline: %w", err)
+			errs[i] = fmt.Errorf("delayq: %w", err)
 		}
 	}
 	for _, w := range waits {
 		n, err := w.Result()
-		if err != nil {
-			return nil, fmt.Errorf("delayq: waiting for replicas: %w", err)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("delayq: waiting for replicas: %w", err)
+		case n < int64(s.waitReplicas):
+			err = fmt.Errorf("delayq: %d of %d replicas confirmed the write within %v", n, s.waitReplicas, s.waitTimeout)
 		}
-		if n < int64(s.waitReplicas) {
-			return nil, fmt.Errorf("delayq: %d of %d replicas confirmed the write within %v", n, s.waitReplicas, s.waitTimeout)
+		if err != nil {
+			for i := range errs {
+				if errs[i] == nil {
+					errs[i] = err
+				}
+			}
 		}
 	}
-	return cmds, nil
+	return cmds, errs
 }
 
 func enqueueArgs(jobs []NewJob) []any {
@@ -211,138 +261,9 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	return vals[0], out, nil
 }
 
-// Lane selects the ready set a reserve takes from.
-type Lane string
-
-// Lanes: pull consumers take jobs without a callback URL, the webhook dispatcher those with one.
-const (
-	LanePull Lane = "pull"
-	LanePush Lane = "push"
-)
-
-// Reserved is what a reserve call returns.
-type Reserved struct {
-	NowMs  int64
-	NextMs int64   // the partition's next due time or lease deadline; NowMs when more are due; -1 for none
-	Acked  []error // per lease acked along with the reserve: nil or ErrLeaseLost
-	Jobs   []Record
-}
-
-// Reserve acks acks, then leases up to max due jobs of partition p from lane, first failing
-// expired leases and promoting due jobs, at most bulk of each.
-func (s *Store) Reserve(ctx context.Context, p keys.Partition, lane Lane, max int, leasePrefix string, bulk int, ttrMs int64, acks []Lease) (Reserved, error) {
-	args := make([]any, 0, 5+2*len(acks))
-	args = append(args, string(lane), max, leasePrefix, bulk, ttrMs)
-	args = appendLeases(args, acks)
-	vals, err := s.run(ctx, reserveScript, p, args...).Slice()
-	if err != nil {
-		return Reserved{}, fmt.Errorf("delayq: reserve: %w", err)
-	}
-	if len(vals) < 3 {
-		return Reserved{}, fmt.Errorf("delayq: reserve: short reply")
-	}
-	r := Reserved{NowMs: toInt(vals[0]), NextMs: toInt(vals[1])}
-	if r.Acked, err = parseAcked(vals[2], len(acks)); err != nil {
-		return Reserved{}, err
-	}
-	r.Jobs, err = parseRecords(vals[3:])
-	return r, err
-}
-
-// Lease names a leased job.
-type Lease struct{ ID, Token string }
-
-// AckMany removes reserved jobs, one script call per partition, all in one round trip, and
-// returns for each lease nil or ErrLeaseLost, in order.
-func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]Lease) ([][]error, error) {
-	cmds, err := s.pipelined(ctx, ackScript, len(parts), func(i int) (keys.Partition, []any) {
-		return parts[i], appendLeases(make([]any, 0, 2*len(leases[i])), leases[i])
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([][]error, len(parts))
-	for i, cmd := range cmds {
-		v, err := cmd.Result()
-		if err != nil {
-			return nil, fmt.Errorf("delayq: ack: %w", err)
-		}
-		if out[i], err = parseAcked(v, len(leases[i])); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func appendLeases(args []any, leases []Lease) []any {
-	for _, l := range leases {
-		args = append(args, l.ID, l.Token)
-	}
-	return args
-}
-
-// parseAcked reads ack_leases()'s reply for n leases.
-func parseAcked(v any, n int) ([]error, error) {
-	vals, ok := v.([]any)
-	if !ok || len(vals) != n {
-		return nil, fmt.Errorf("delayq: ack: malformed reply %T for %d leases", v, n)
-	}
-	out := make([]error, n)
-	for i, a := range vals {
-		if toInt(a) == 0 {
-			out[i] = ErrLeaseLost
-		}
-	}
-	return out, nil
-}
-
-// Nack ends a leased attempt as failed. delayMs < 0 means the job's backoff step. It reports
-// whether the job went to the dead letters.
-func (s *Store) Nack(ctx context.Context, p keys.Partition, id, lease, errText string, delayMs int64, dead bool) (bool, error) {
-	delay, buried := "", "0"
-	if delayMs >= 0 {
-		delay = strconv.FormatInt(delayMs, 10)
-	}
-	if dead {
-		buried = "1"
-	}
-	n, err := s.run(ctx, nackScript, p, id, lease, errText, delay, buried).Int64()
-	if err != nil {
-		return false, fmt.Errorf("delayq: nack: %w", err)
-	}
-	if n == 0 {
-		return false, ErrLeaseLost
-	}
-	return n == 2, nil
-}
-
-// Touch extends a lease by ttrMs (0: the job's TTR) and returns the new deadline in Unix ms.
-func (s *Store) Touch(ctx context.Context, p keys.Partition, id, lease string, ttrMs int64) (int64, error) {
-	deadline, err := s.run(ctx, touchScript, p, id, lease, ttrMs).Int64()
-	if err != nil {
-		return 0, fmt.Errorf("delayq: touch: %w", err)
-	}
-	if deadline == 0 {
-		return 0, ErrLeaseLost
-	}
-	return deadline, nil
-}
-
-// Release gives a lease back unfinished: the job is due again at once, its attempt not counted.
-func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string) error {
-	n, err := s.run(ctx, releaseScript, p, id, lease).Int64()
-	if err != nil {
-		return fmt.Errorf("delayq: release: %w", err)
-	}
-	if n == 0 {
-		return ErrLeaseLost
-	}
-	return nil
-}
-
 // Cancel deletes a job in any state.
 func (s *Store) Cancel(ctx context.Context, p keys.Partition, id string) error {
-	n, err := s.run(ctx, cancelScript, p, id).Int64()
+	n, err := s.run(ctx, cancelScript, write(p, NewCallID(), id)).Int64()
 	if err != nil {
 		return fmt.Errorf("delayq: cancel: %w", err)
 	}
@@ -358,7 +279,7 @@ func (s *Store) Reschedule(ctx context.Context, p keys.Partition, id string, rel
 	if relative {
 		mode = "delay"
 	}
-	vals, err := s.run(ctx, rescheduleScript, p, id, mode, ms).Slice()
+	vals, err := s.run(ctx, rescheduleScript, write(p, NewCallID(), id, mode, ms)).Slice()
 	if err != nil {
 		return Record{}, fmt.Errorf("delayq: reschedule: %w", err)
 	}
@@ -373,7 +294,7 @@ func (s *Store) Reschedule(ctx context.Context, p keys.Partition, id string, rel
 
 // Get reads one job.
 func (s *Store) Get(ctx context.Context, p keys.Partition, id string) (Record, error) {
-	v, err := s.run(ctx, getScript, p, id).Result()
+	v, err := s.run(ctx, getScript, read(p, id)).Result()
 	if errors.Is(err, redis.Nil) {
 		return Record{}, ErrNotFound
 	}
@@ -392,14 +313,14 @@ type Counts struct {
 
 // Stats counts the jobs of each partition in parts, in one pipelined round trip.
 func (s *Store) Stats(ctx context.Context, parts []keys.Partition) ([]Counts, error) {
-	cmds, err := s.pipelined(ctx, statsScript, len(parts), func(i int) (keys.Partition, []any) {
-		return parts[i], nil
+	cmds, errs := s.pipelined(ctx, statsScript, len(parts), func(i int) script {
+		return read(parts[i])
 	})
-	if err != nil {
-		return nil, err
-	}
 	out := make([]Counts, len(parts))
 	for i, cmd := range cmds {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
 		v, err := cmd.Int64Slice()
 		if err != nil || len(v) != 7 {
 			return nil, fmt.Errorf("delayq: stats: %d values: %w", len(v), err)

@@ -1,7 +1,10 @@
 -- cancel.lua: delete a job in any state; it is never handed out again, and its lease dies with it.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id.
+-- KEYS: see lib.lua. ARGV[3] id.
 -- Returns 1 when the job existed, 0 when there was none.
-local id = ARGV[2]
+local r = recorded()
+if r == '' then return abandoned() end
+if r then return cmsgpack.unpack(r) end
+local id = ARGV[3]
 if redis.call('HDEL', JOBS, id) == 0 then return 0 end
 redis.call('ZREM', DELAYED, id)
 redis.call('ZREM', READY, id)
@@ -9,4 +12,5 @@ redis.call('ZREM', READY_PUSH, id)
 redis.call('ZREM', RESERVED, id)
 redis.call('HDEL', LEASES, id)
 redis.call('ZREM', DEAD, id)
+record(1)
 return 1

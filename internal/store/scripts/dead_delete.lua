@@ -1,12 +1,14 @@
 -- dead_delete.lua: delete dead jobs for good.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] 'all' or 'ids'; ARGV[3] limit (for 'all');
--- ARGV[4..] ids (for 'ids').
+-- KEYS: see lib.lua. ARGV[3] 'all' or 'ids'; ARGV[4] limit (for 'all'); ARGV[5..] ids (for 'ids').
 -- Returns the number deleted.
+local r = recorded()
+if r == '' then return abandoned() end
+if r then return cmsgpack.unpack(r) end
 local ids
-if ARGV[2] == 'all' then
-  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[3]) - 1)
+if ARGV[3] == 'all' then
+  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[4]) - 1)
 else
-  ids = {unpack(ARGV, 4)}
+  ids = {unpack(ARGV, 5)}
 end
 local n = 0
 for _, id in ipairs(ids) do
@@ -15,4 +17,5 @@ for _, id in ipairs(ids) do
     n = n + 1
   end
 end
+if n > 0 then record(n) end
 return n

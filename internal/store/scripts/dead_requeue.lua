@@ -1,15 +1,18 @@
 -- dead_requeue.lua: put dead jobs back, due at once, with their attempts reset.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] 'all' or 'ids'; ARGV[3] limit (for 'all');
--- ARGV[4..] ids (for 'ids').
+-- KEYS: see lib.lua. ARGV[3] 'all' or 'ids'; ARGV[4] limit (for 'all'); ARGV[5..] ids (for 'ids').
 -- Returns the number requeued.
+local r = recorded()
+if r == '' then return abandoned() end
+if r then return cmsgpack.unpack(r) end
 local ids
-if ARGV[2] == 'all' then
-  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[3]) - 1)
+if ARGV[3] == 'all' then
+  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[4]) - 1)
 else
-  ids = {unpack(ARGV, 4)}
+  ids = {unpack(ARGV, 5)}
 end
 local prev = head_score()
 local n = 0
+local lanes = {}
 for _, id in ipairs(ids) do
   local j = load_job(id)
   if j and redis.call('ZREM', DEAD, id) == 1 then
@@ -17,8 +20,10 @@ for _, id in ipairs(ids) do
     j[F_DIED_AT] = nil
     schedule(id, j, NOW)
     save(id, j)
+    lanes[lane_of(j)] = true
     n = n + 1
   end
 end
-if n > 0 then notify_if_sooner(prev, NOW) end
+for lane in pairs(lanes) do notify_if_sooner(prev, NOW, lane) end
+if n > 0 then record(n) end
 return n

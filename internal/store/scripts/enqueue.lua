@@ -1,33 +1,64 @@
 -- enqueue.lua: add jobs to one partition; each job succeeds or fails alone.
 -- KEYS: see lib.lua.
--- ARGV[1] clock offset; ARGV[2] job count n; then n groups of 5 values:
+-- ARGV[3] job count n; then n groups of 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
 -- Returns: {now, status_1, run_at_1, ..., status_n, run_at_n}; status 1 = added, 0 = the id exists.
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
--- one ZADD.
+-- one ZADD. The call records its time and the positions of the jobs that existed, from which a
+-- replay rebuilds the same answer.
+local n = tonumber(ARGV[3])
+
+local function due_at(now, a)
+  if ARGV[a + 1] ~= '' then return now + tonumber(ARGV[a + 1]) end
+  return tonumber(ARGV[a + 2])
+end
+
+local r = recorded()
+if r == '' then return abandoned() end
+if r then
+  local rec = {cmsgpack.unpack(r)}
+  local now, existed = rec[1], {}
+  for _, i in ipairs(rec[2]) do existed[i] = true end
+  local out = {now}
+  for i = 0, n - 1 do
+    if existed[i] then
+      out[#out + 1] = 0
+      out[#out + 1] = 0
+    else
+      out[#out + 1] = 1
+      out[#out + 1] = due_at(now, 4 + i * 5)
+    end
+  end
+  return out
+end
+
 local out = {NOW}
 local prev = head_score()
-local soonest
+local soonest = {}
 local scheduled = {}
-local n = tonumber(ARGV[2])
+local existed = {}
 for i = 0, n - 1 do
-  local a = 3 + i * 5
+  local a = 4 + i * 5
   local id = ARGV[a]
-  local t
-  if ARGV[a + 1] ~= '' then t = NOW + tonumber(ARGV[a + 1]) else t = tonumber(ARGV[a + 2]) end
+  local t = due_at(NOW, a)
   local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
   if redis.call('HSETNX', JOBS, id, rec) == 1 then
     scheduled[#scheduled + 1] = t
     scheduled[#scheduled + 1] = id
-    if soonest == nil or t < soonest then soonest = t end
+    local lane = 'pull'
+    local _, _, callback = cmsgpack.unpack_limit(ARGV[a + 3], 2)
+    if callback then lane = 'push' end
+    if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
     out[#out + 1] = 1
     out[#out + 1] = t
   else
+    existed[#existed + 1] = i
     out[#out + 1] = 0
     out[#out + 1] = 0
   end
 end
 bulk('ZADD', DELAYED, scheduled)
-notify_if_sooner(prev, soonest)
+for lane, t in pairs(soonest) do notify_if_sooner(prev, t, lane) end
+if #scheduled > 0 then record(NOW, existed) end
 return out

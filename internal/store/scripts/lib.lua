@@ -7,10 +7,16 @@
 --   KEYS[4] ready:push ZSET  due jobs with a callback URL, same scores
 --   KEYS[5] reserved   ZSET  leased job ids, score = lease deadline (Unix ms)
 --   KEYS[6] dead       ZSET  dead job ids, score 0 (paged by id)
---   KEYS[7] notify     shard channel: the new earliest due time, when it moves earlier
+--   KEYS[7] notify     shard channel: '<due time>' or '<due time> push' when a lane's job
+--                      becomes due earlier than anything the partition had
 --   KEYS[8] leases     HASH  leased job id -> lease token
+--   KEYS[9] call       STRING this call's recorded outcome (scripts that change state only)
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
+-- ARGV[2] is always the replay window in ms: a script that changed something records its outcome
+-- under KEYS[9] for that long, and a second run of the same call (a Redis client re-sending it
+-- after a lost reply, or the caller retrying) answers that outcome instead of acting again.
+-- 0 records nothing. A script's own arguments start at ARGV[3].
 --
 -- A job record is a run of MessagePack values in the order of F below; trailing nils are left
 -- out. The fields the hot paths read come first, so promote and reserve read them with
@@ -21,6 +27,7 @@
 
 local JOBS, DELAYED, READY, READY_PUSH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local RESERVED, DEAD, NOTIFY, LEASES = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local CALL, WINDOW = KEYS[9], tonumber(ARGV[2])
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
 -- every call, and tables made per call cost garbage collection.
@@ -51,6 +58,28 @@ local function now_ms()
 end
 
 local NOW = now_ms()
+
+-- recorded returns what this call recorded on its first run: nil on the first run, '' when the
+-- call was abandoned before it ran (see abandon.lua), else the values record() packed.
+local function recorded()
+  if not CALL or WINDOW == 0 then return nil end
+  local r = redis.call('GET', CALL)
+  if not r then return nil end
+  return r
+end
+
+-- record keeps this call's outcome for the replay window. A script calls it after its first
+-- write: over maxmemory Redis refuses a script whose first write may grow memory.
+local function record(...)
+  if CALL and WINDOW > 0 then
+    redis.call('SET', CALL, cmsgpack.pack(...), 'PX', WINDOW)
+  end
+end
+
+-- abandoned is the error a replay of an abandoned call answers; nobody reads it.
+local function abandoned()
+  return redis.error_reply('ABANDONED this call was abandoned before it ran')
+end
 
 -- bulk runs cmd on key with the values of list, 2000 at a time: unpack takes a few thousand
 -- values at most. Pairs (score and member, field and value) stay together.
@@ -86,12 +115,21 @@ local function head_score()
   return tonumber(h[2])
 end
 
--- notify_if_sooner tells waiting consumers about a due time earlier than the partition's
--- earliest before the change (prev, nil when the partition had none).
-local function notify_if_sooner(prev, t)
+-- notify_if_sooner tells the waiting consumers of a lane ('pull' or 'push') about a due time
+-- earlier than the partition's earliest before the change (prev, nil when the partition had
+-- none). Each lane's consumers hear only of their own jobs.
+local function notify_if_sooner(prev, t, lane)
   if t and (prev == nil or t < prev) then
-    redis.call('SPUBLISH', NOTIFY, string.format('%.0f', t))
+    local msg = string.format('%.0f', t)
+    if lane == 'push' then msg = msg .. ' push' end
+    redis.call('SPUBLISH', NOTIFY, msg)
   end
+end
+
+-- lane_of returns the lane of a job: 'push' when it has a callback URL.
+local function lane_of(j)
+  if j[F_CALLBACK] then return 'push' end
+  return 'pull'
 end
 
 local function schedule(id, j, t)
@@ -127,7 +165,7 @@ local function fail(id, j, since, err, delay, dead)
     local prev = head_score()
     local t = since + (delay or backoff_for(j, j[F_ATTEMPTS]))
     schedule(id, j, t)
-    notify_if_sooner(prev, t)
+    notify_if_sooner(prev, t, lane_of(j))
     outcome = 1
   end
   save(id, j)
@@ -191,6 +229,23 @@ local function reply(id, rec)
     if due and tonumber(due) > NOW then state = S_DELAYED end
   end
   return {id, rec, state, false, false}
+end
+
+-- lease_token returns the lease a reserve call with the secret prefix gives job id: each job of
+-- a call gets its own token, and one job's token tells nothing of another's.
+local function lease_token(prefix, id)
+  return string.sub(redis.sha1hex(prefix .. '/' .. id), 1, 24)
+end
+
+-- unlease puts a leased job back in its ready set as if it had never been leased: the attempt
+-- does not count and it keeps its place among the due jobs. rec is its record.
+local function unlease(id, rec)
+  redis.call('ZREM', RESERVED, id)
+  redis.call('HDEL', LEASES, id)
+  local _, priority, callback, _, _, created, delay = cmsgpack.unpack_limit(rec, 6)
+  local set = READY
+  if callback then set = READY_PUSH end
+  redis.call('ZADD', set, ready_score(priority, created + delay), id)
 end
 
 -- owned tells whether lease is the job's current, unexpired lease.

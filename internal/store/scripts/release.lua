@@ -1,9 +1,13 @@
 -- release.lua: give a lease back unfinished (a worker shutting down); the job is due again at
 -- once and the attempt is not counted.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id; ARGV[3] lease.
+-- KEYS: see lib.lua (KEYS[9] is per lease: releasing a lease again answers as the first did).
+-- ARGV[3] id; ARGV[4] lease.
 -- Returns 1 when released, 0 when the lease is not current.
-local id = ARGV[2]
-if not owned(id, ARGV[3]) then return 0 end
+local r = recorded()
+if r == '' then return abandoned() end
+if r then return cmsgpack.unpack(r) end
+local id = ARGV[3]
+if not owned(id, ARGV[4]) then return 0 end
 local j = load_job(id)
 if not j then return 0 end
 redis.call('ZREM', RESERVED, id)
@@ -11,5 +15,6 @@ redis.call('HDEL', LEASES, id)
 local prev = head_score()
 schedule(id, j, NOW)
 save(id, j)
-notify_if_sooner(prev, NOW)
+notify_if_sooner(prev, NOW, lane_of(j))
+record(1)
 return 1

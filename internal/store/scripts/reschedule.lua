@@ -1,16 +1,21 @@
 -- reschedule.lua: move a delayed or ready job to a new due time.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id; ARGV[3] 'delay' or 'at'; ARGV[4] ms.
+-- KEYS: see lib.lua. ARGV[3] id; ARGV[4] 'delay' or 'at'; ARGV[5] ms.
 -- Returns {1, job} when moved, {0} when the job is reserved or dead, {-1} when there is none.
-local id = ARGV[2]
+local r = recorded()
+if r == '' then return abandoned() end
+if r then return cmsgpack.unpack(r) end
+local id = ARGV[3]
 local j = load_job(id)
 if not j then return {-1} end
 if not pending(id) then return {0} end
-local t = tonumber(ARGV[4])
-if ARGV[3] == 'delay' then t = NOW + t end
+local t = tonumber(ARGV[5])
+if ARGV[4] == 'delay' then t = NOW + t end
 redis.call('ZREM', READY, id)
 redis.call('ZREM', READY_PUSH, id)
 local prev = head_score()
 schedule(id, j, t)
 save(id, j)
-notify_if_sooner(prev, t)
-return {1, reply(id, encode(j))}
+notify_if_sooner(prev, t, lane_of(j))
+local out = {1, reply(id, encode(j))}
+record(out)
+return out

@@ -1,40 +1,74 @@
 -- reserve.lua: lease up to max due jobs, highest priority first, then earliest due time.
--- Before leasing it fails expired leases and promotes due jobs, at most ARGV[5] of each, so one
+-- Before leasing it fails expired leases and promotes due jobs, at most ARGV[7] of each, so one
 -- call stays short however large the backlog. The records are returned as stored, unchanged:
 -- the lease is kept in the leases hash and the reserved set.
 -- KEYS: see lib.lua.
--- ARGV[1] clock offset; ARGV[2] lane: 'pull' or 'push' (jobs with a callback URL);
--- ARGV[3] max; ARGV[4] lease prefix (random, from the caller); ARGV[5] bulk limit;
--- ARGV[6] ttr override in ms (0: each job's own); ARGV[7..] pairs of id, lease to ack first (a
+-- ARGV[3] lane: 'pull' or 'push' (jobs with a callback URL); ARGV[4] max jobs; ARGV[5] max bytes
+-- of records (0: no bound; the first job is taken whatever its size); ARGV[6] lease secret
+-- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[7] bulk limit;
+-- ARGV[8] ttr override in ms (0: each job's own); ARGV[9..] pairs of id, lease to ack first (a
 -- worker's finished jobs ride along with its next reserve).
 -- Returns: {now, next, acked, job_1, ..., job_k}: next is the partition's next due time or lease
 -- deadline in Unix ms (now when due jobs remain, -1 when there is nothing), acked is
 -- ack_leases()'s value per pair, each job as reply().
-local acked = ack_leases(7)
-local limit = tonumber(ARGV[5])
+-- A call that leased or acked anything records {now, next, acked, ids}; a replay answers with
+-- those of its jobs whose lease is still the one this call gave them.
+local SECRET = ARGV[6]
+
+local function leased(out, ids)
+  for _, id in ipairs(ids) do
+    local token = lease_token(SECRET, id)
+    if redis.call('HGET', LEASES, id) == token then
+      local rec = redis.call('HGET', JOBS, id)
+      if rec then
+        out[#out + 1] = {id, rec, S_RESERVED, token, tonumber(redis.call('ZSCORE', RESERVED, id))}
+      end
+    end
+  end
+  return out
+end
+
+local r = recorded()
+if r == '' then return abandoned() end
+if r then
+  local rec = {cmsgpack.unpack(r)}
+  return leased({rec[1], rec[2], rec[3]}, rec[4])
+end
+
+local acked = ack_leases(9)
+local limit = tonumber(ARGV[7])
 expire_leases(limit)
 promote(limit)
 local set = READY
-if ARGV[2] == 'push' then set = READY_PUSH end
-local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[3]) - 1)
+if ARGV[3] == 'push' then set = READY_PUSH end
+local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[4]) - 1)
 local out = {NOW, -1, acked}
+local taken = {}
 if #ids > 0 then
-  bulk('ZREM', set, ids)
-  local ttr_override = tonumber(ARGV[6])
-  local leases, deadlines = {}, {}
+  local budget = tonumber(ARGV[5])
+  local ttr_override = tonumber(ARGV[8])
+  local leases, deadlines, gone = {}, {}, {}
+  local bytes = 0
   for _, id in ipairs(ids) do
     local rec = redis.call('HGET', JOBS, id)
     if rec then
-      local _, _, _, ttr, attempts = cmsgpack.unpack_limit(rec, 4)
+      bytes = bytes + #rec
+      if budget > 0 and bytes > budget and #taken > 0 then break end
+      local _, _, _, ttr = cmsgpack.unpack_limit(rec, 3)
       if ttr_override > 0 then ttr = ttr_override end
-      local lease = ARGV[4] .. '.' .. (attempts + 1)
+      local lease = lease_token(SECRET, id)
+      taken[#taken + 1] = id
       leases[#leases + 1] = id
       leases[#leases + 1] = lease
       deadlines[#deadlines + 1] = NOW + ttr
       deadlines[#deadlines + 1] = id
       out[#out + 1] = {id, rec, S_RESERVED, lease, NOW + ttr}
+    else
+      gone[#gone + 1] = id
     end
   end
+  bulk('ZREM', set, gone)
+  bulk('ZREM', set, taken)
   bulk('HSET', LEASES, leases)
   bulk('ZADD', RESERVED, deadlines)
 end
@@ -43,9 +77,10 @@ if redis.call('ZCARD', set) > 0 then
   upcoming = NOW
 else
   local d = head_score()
-  local r = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
+  local rs = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
   if d then upcoming = d end
-  if #r > 0 and (upcoming == -1 or tonumber(r[2]) < upcoming) then upcoming = tonumber(r[2]) end
+  if #rs > 0 and (upcoming == -1 or tonumber(rs[2]) < upcoming) then upcoming = tonumber(rs[2]) end
 end
 out[2] = upcoming
+if #taken > 0 or #acked > 0 then record(NOW, upcoming, acked, taken) end
 return out

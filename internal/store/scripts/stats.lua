@@ -1,5 +1,5 @@
 -- stats.lua: count a partition's jobs by state.
--- KEYS: see lib.lua. ARGV[1] clock offset.
+-- KEYS: see lib.lua.
 -- Returns {now, delayed, ready, reserved, dead, earliest pending due time or -1,
 --          earliest due time among ready jobs or -1}.
 local due_waiting = redis.call('ZCOUNT', DELAYED, '-inf', NOW)

@@ -1,9 +1,12 @@
 -- touch.lua: extend a lease.
--- KEYS: see lib.lua. ARGV[1] clock offset; ARGV[2] id; ARGV[3] lease; ARGV[4] ttr in ms (0: the job's).
+-- KEYS: see lib.lua. ARGV[3] id; ARGV[4] lease; ARGV[5] ttr in ms (0: the job's).
 -- Returns the new lease deadline (Unix ms), or 0 when the lease is not current.
-local id = ARGV[2]
-if not owned(id, ARGV[3]) then return 0 end
-local ttr = tonumber(ARGV[4])
+local r = recorded()
+if r == '' then return abandoned() end
+if r then return cmsgpack.unpack(r) end
+local id = ARGV[3]
+if not owned(id, ARGV[4]) then return 0 end
+local ttr = tonumber(ARGV[5])
 if ttr <= 0 then
   local rec = redis.call('HGET', JOBS, id)
   if not rec then return 0 end
@@ -14,4 +17,5 @@ end
 -- running job's lease must still be renewable when Redis is full.
 redis.call('ZREM', RESERVED, id)
 redis.call('ZADD', RESERVED, NOW + ttr, id)
+record(NOW + ttr)
 return NOW + ttr

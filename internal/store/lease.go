@@ -1,0 +1,178 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/delayq/delayq/internal/keys"
+)
+
+// Lane selects the ready set a reserve takes from.
+type Lane string
+
+// Lanes: pull consumers take jobs without a callback URL, the webhook dispatcher those with one.
+const (
+	LanePull Lane = "pull"
+	LanePush Lane = "push"
+)
+
+// Lease names a leased job.
+type Lease struct{ ID, Token string }
+
+// ReserveCall is one reserve script call. Sent again unchanged (same Call), it answers as the
+// first did: the same jobs, as long as their leases are still the ones it gave.
+type ReserveCall struct {
+	Call     string // the call id, from NewCallID
+	Secret   string // random per call: each job's lease token is derived from it and the job id
+	Lane     Lane
+	Max      int   // the most jobs to lease
+	MaxBytes int64 // the most record bytes to lease; 0 for no bound; the first job is always taken
+	Bulk     int   // the most promotions and lease expiries the call does
+	TTRMs    int64 // a lease length for every job; 0 for each job's own
+	Acks     []Lease
+}
+
+// Reserved is what a reserve call returns.
+type Reserved struct {
+	NowMs  int64
+	NextMs int64   // the partition's next due time or lease deadline; NowMs when more are due; -1 for none
+	Acked  []error // per lease acked along with the reserve: nil or ErrLeaseLost
+	Jobs   []Record
+}
+
+// Reserve acks rc.Acks, then leases up to rc.Max due jobs of partition p from rc.Lane, first
+// failing expired leases and promoting due jobs, at most rc.Bulk of each.
+func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (Reserved, error) {
+	args := make([]any, 0, 6+2*len(rc.Acks))
+	args = append(args, string(rc.Lane), rc.Max, rc.MaxBytes, rc.Secret, rc.Bulk, rc.TTRMs)
+	args = appendLeases(args, rc.Acks)
+	vals, err := s.run(ctx, reserveScript, write(p, rc.Call, args...)).Slice()
+	if err != nil {
+		return Reserved{}, fmt.Errorf("delayq: reserve: %w", err)
+	}
+	if len(vals) < 3 {
+		return Reserved{}, fmt.Errorf("delayq: reserve: short reply")
+	}
+	r := Reserved{NowMs: toInt(vals[0]), NextMs: toInt(vals[1])}
+	if r.Acked, err = parseAcked(vals[2], len(rc.Acks)); err != nil {
+		return Reserved{}, err
+	}
+	r.Jobs, err = parseRecords(vals[3:])
+	return r, err
+}
+
+// Abandon undoes reserve call rc, whose answer was never read: the jobs it leased are put back
+// as if never leased, and if it has not run yet it never will. It reports whether the call had
+// run and, if so, how its acks went; if it had not, they did not happen.
+func (s *Store) Abandon(ctx context.Context, p keys.Partition, rc ReserveCall) (ran bool, acked []error, err error) {
+	vals, err := s.run(ctx, abandonScript, write(p, rc.Call, rc.Secret)).Slice()
+	if err != nil {
+		return false, nil, fmt.Errorf("delayq: abandoning a reserve: %w", err)
+	}
+	if len(vals) == 0 || toInt(vals[0]) == 0 {
+		return false, nil, nil
+	}
+	if len(vals) < 2 {
+		return false, nil, fmt.Errorf("delayq: abandoning a reserve: short reply")
+	}
+	acked, err = parseAcked(vals[1], len(rc.Acks))
+	return true, acked, err
+}
+
+// AckMany removes reserved jobs, one script call per partition, all in one round trip. It
+// returns for each lease nil or ErrLeaseLost, in order, and for each partition the error of its
+// call (then its leases' outcomes are unknown). An ack of a lease acked before within the replay
+// window answers nil again.
+func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]Lease) ([][]error, []error) {
+	cmds, errs := s.pipelined(ctx, ackScript, len(parts), func(i int) script {
+		c := read(parts[i], appendLeases(make([]any, 0, 2*len(leases[i])), leases[i])...)
+		for _, l := range leases[i] {
+			c.keys = append(c.keys, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
+		}
+		c.records = true
+		return c
+	})
+	out := make([][]error, len(parts))
+	for i, cmd := range cmds {
+		if errs[i] != nil {
+			continue
+		}
+		v, err := cmd.Result()
+		if err == nil {
+			out[i], err = parseAcked(v, len(leases[i]))
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("delayq: ack: %w", err)
+		}
+	}
+	return out, errs
+}
+
+func appendLeases(args []any, leases []Lease) []any {
+	for _, l := range leases {
+		args = append(args, l.ID, l.Token)
+	}
+	return args
+}
+
+// parseAcked reads ack_leases()'s reply for n leases.
+func parseAcked(v any, n int) ([]error, error) {
+	vals, ok := v.([]any)
+	if !ok || len(vals) != n {
+		return nil, fmt.Errorf("delayq: ack: malformed reply %T for %d leases", v, n)
+	}
+	out := make([]error, n)
+	for i, a := range vals {
+		if toInt(a) == 0 {
+			out[i] = ErrLeaseLost
+		}
+	}
+	return out, nil
+}
+
+// Nack ends a leased attempt as failed. delayMs < 0 means the job's backoff step. It reports
+// whether the job went to the dead letters. Nacking a lease again within the replay window
+// answers as the first nack did.
+func (s *Store) Nack(ctx context.Context, p keys.Partition, id, lease, errText string, delayMs int64, dead bool) (bool, error) {
+	delay, buried := "", "0"
+	if delayMs >= 0 {
+		delay = strconv.FormatInt(delayMs, 10)
+	}
+	if dead {
+		buried = "1"
+	}
+	n, err := s.run(ctx, nackScript, write(p, leaseCallID("nack", id, lease), id, lease, errText, delay, buried)).Int64()
+	if err != nil {
+		return false, fmt.Errorf("delayq: nack: %w", err)
+	}
+	if n == 0 {
+		return false, ErrLeaseLost
+	}
+	return n == 2, nil
+}
+
+// Touch extends a lease by ttrMs (0: the job's TTR) and returns the new deadline in Unix ms.
+func (s *Store) Touch(ctx context.Context, p keys.Partition, id, lease string, ttrMs int64) (int64, error) {
+	deadline, err := s.run(ctx, touchScript, write(p, NewCallID(), id, lease, ttrMs)).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("delayq: touch: %w", err)
+	}
+	if deadline == 0 {
+		return 0, ErrLeaseLost
+	}
+	return deadline, nil
+}
+
+// Release gives a lease back unfinished: the job is due again at once, its attempt not counted.
+// Releasing a lease again within the replay window answers as the first release did.
+func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string) error {
+	n, err := s.run(ctx, releaseScript, write(p, leaseCallID("release", id, lease), id, lease)).Int64()
+	if err != nil {
+		return fmt.Errorf("delayq: release: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	return nil
+}

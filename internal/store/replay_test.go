@@ -1,0 +1,207 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+// These tests send each state change twice with the same call id, as go-redis does when a
+// connection breaks after a script ran and before its reply arrived, and check that the second
+// run answers what the first did and changes nothing more.
+
+func newTestStore(t *testing.T) (*Store, keys.Partition) {
+	t.Helper()
+	s := New(redistest.Standalone(t).Client(t), "test")
+	return s, s.Partition("t", 0)
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func enqueueOne(t *testing.T, s *Store, p keys.Partition, id string, delayMs int64) {
+	t.Helper()
+	res := s.EnqueueMany(testCtx(t), []keys.Partition{p}, [][]NewJob{{{ID: id, DelayMs: delayMs, TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}}})
+	if res[0].Err != nil || res[0].Jobs[0].Err != nil {
+		t.Fatalf("enqueue %s: %+v", id, res[0])
+	}
+}
+
+func counts(t *testing.T, s *Store, p keys.Partition) Counts {
+	t.Helper()
+	c, err := s.Stats(testCtx(t), []keys.Partition{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c[0].NowMs, c[0].EarliestMs, c[0].OldestReadyMs = 0, 0, 0
+	return c[0]
+}
+
+func TestEnqueueReplayAnswersCreated(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	enqueueOne(t, s, p, "old", 0)
+	jobs := []NewJob{{ID: "new", DelayMs: 5000, TTRMs: 1000, Body: []byte("a")}, {ID: "old", TTRMs: 1000}}
+	call := write(p, NewCallID(), enqueueArgs(jobs)...)
+	first, err := s.run(ctx, enqueueScript, call).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetClockOffset(2000) // the replay runs later
+	again, err := s.run(ctx, enqueueScript, call).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Fatalf("replay answered differently (-first +replay):\n%s", diff)
+	}
+	if first[1] != 1 || first[3] != 0 {
+		t.Fatalf("first run: %v, want new added and old existing", first)
+	}
+	if c := counts(t, s, p); c.Delayed != 1 || c.Ready != 1 {
+		t.Fatalf("after replay: %+v", c)
+	}
+	// A new call with the same job is a duplicate.
+	dup := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{jobs[:1]})
+	if !errors.Is(dup[0].Jobs[0].Err, ErrExists) {
+		t.Fatalf("second call: %+v, want ErrExists", dup[0])
+	}
+}
+
+func TestReserveReplayReturnsTheSameJobs(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	for _, id := range []string{"a", "b", "c"} {
+		enqueueOne(t, s, p, id, 0)
+	}
+	rc := ReserveCall{Call: NewCallID(), Secret: "secret", Lane: LanePull, Max: 2, Bulk: 100}
+	first, err := s.Reserve(ctx, p, rc)
+	if err != nil || len(first.Jobs) != 2 {
+		t.Fatalf("first reserve: %d jobs, %v", len(first.Jobs), err)
+	}
+	if first.Jobs[0].Lease == first.Jobs[1].Lease {
+		t.Fatalf("two jobs of one reserve share the lease %q", first.Jobs[0].Lease)
+	}
+	again, err := s.Reserve(ctx, p, rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Fatalf("replay answered differently (-first +replay):\n%s", diff)
+	}
+	if c := counts(t, s, p); c.Ready != 1 || c.Reserved != 2 {
+		t.Fatalf("after replay: %+v, want 1 ready and 2 reserved", c)
+	}
+	// One job's lease does not ack another.
+	errs, _ := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{{ID: first.Jobs[1].ID, Token: first.Jobs[0].Lease}}})
+	if !errors.Is(errs[0][0], ErrLeaseLost) {
+		t.Fatalf("ack of %s with the lease of %s: %v", first.Jobs[1].ID, first.Jobs[0].ID, errs[0][0])
+	}
+}
+
+func TestAbandonPutsLeasedJobsBack(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	enqueueOne(t, s, p, "a", 0)
+	enqueueOne(t, s, p, "b", 0)
+	rc := ReserveCall{Call: NewCallID(), Secret: "s1", Lane: LanePull, Max: 1, Bulk: 100}
+	first, err := s.Reserve(ctx, p, rc)
+	if err != nil || len(first.Jobs) != 1 || first.Jobs[0].ID != "a" {
+		t.Fatalf("reserve: %+v, %v", first, err)
+	}
+	ran, _, err := s.Abandon(ctx, p, rc)
+	if err != nil || !ran {
+		t.Fatalf("Abandon = %v, %v", ran, err)
+	}
+	if c := counts(t, s, p); c.Ready != 2 || c.Reserved != 0 {
+		t.Fatalf("after abandon: %+v", c)
+	}
+	// The job keeps its place and its attempt count: the next reserve gets it first, as attempt 1.
+	next, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s2", Lane: LanePull, Max: 1, Bulk: 100})
+	if err != nil || len(next.Jobs) != 1 || next.Jobs[0].ID != "a" || next.Jobs[0].Attempts != 1 {
+		t.Fatalf("reserve after abandon: %+v, %v", next.Jobs, err)
+	}
+	// A replay of the abandoned call leases nothing now.
+	again, err := s.Reserve(ctx, p, rc)
+	if err != nil || len(again.Jobs) != 0 {
+		t.Fatalf("replay of the abandoned call: %+v, %v", again.Jobs, err)
+	}
+
+	// A call abandoned before it ran never runs.
+	late := ReserveCall{Call: NewCallID(), Secret: "s3", Lane: LanePull, Max: 5, Bulk: 100}
+	if ran, _, err := s.Abandon(ctx, p, late); err != nil || ran {
+		t.Fatalf("Abandon of a call that never ran = %v, %v", ran, err)
+	}
+	if _, err := s.Reserve(ctx, p, late); err == nil {
+		t.Fatalf("an abandoned call ran after all")
+	}
+	if c := counts(t, s, p); c.Ready != 1 || c.Reserved != 1 {
+		t.Fatalf("after the late call: %+v", c)
+	}
+}
+
+func TestSettleReplaysAnswerTheFirstOutcome(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	for _, id := range []string{"ack", "nack", "dead", "release"} {
+		enqueueOne(t, s, p, id, 0)
+	}
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "x", Lane: LanePull, Max: 4, Bulk: 100})
+	if err != nil || len(r.Jobs) != 4 {
+		t.Fatalf("reserve: %d, %v", len(r.Jobs), err)
+	}
+	lease := map[string]string{}
+	for _, j := range r.Jobs {
+		lease[j.ID] = j.Lease
+	}
+	for range 2 {
+		acked, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{{ID: "ack", Token: lease["ack"]}}})
+		if errs[0] != nil || acked[0][0] != nil {
+			t.Fatalf("ack: %v %v", acked, errs)
+		}
+		if dead, err := s.Nack(ctx, p, "nack", lease["nack"], "boom", 60000, false); err != nil || dead {
+			t.Fatalf("nack: %v %v", dead, err)
+		}
+		if dead, err := s.Nack(ctx, p, "dead", lease["dead"], "poison", -1, true); err != nil || !dead {
+			t.Fatalf("nack dead: %v %v", dead, err)
+		}
+		if err := s.Release(ctx, p, "release", lease["release"]); err != nil {
+			t.Fatalf("release: %v", err)
+		}
+	}
+	if c := counts(t, s, p); c.Delayed != 1 || c.Ready != 1 || c.Reserved != 0 || c.Dead != 1 {
+		t.Fatalf("after the replays: %+v", c)
+	}
+	rec, err := s.Get(ctx, p, "nack")
+	if err != nil || rec.Attempts != 1 {
+		t.Fatalf("the nacked job counts %d attempts (%v), want 1", rec.Attempts, err)
+	}
+	// Another lease of a settled job still answers lease lost.
+	if err := s.Release(ctx, p, "nack", "made-up"); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("release with a made-up lease: %v", err)
+	}
+}
+
+func TestCancelReplayAnswersCancelled(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	enqueueOne(t, s, p, "a", 0)
+	call := write(p, NewCallID(), "a")
+	for i := range 2 {
+		if n, err := s.run(ctx, cancelScript, call).Int64(); err != nil || n != 1 {
+			t.Fatalf("cancel run %d: %d, %v", i+1, n, err)
+		}
+	}
+	if err := s.Cancel(ctx, p, "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a new cancel: %v, want ErrNotFound", err)
+	}
+}
