@@ -28,6 +28,32 @@ func bounded[T any](ctx context.Context, f func(context.Context) (T, error)) (T,
 	}
 }
 
+// boundedOrUndo is bounded for calls whose result must not be dropped: when ctx ends first,
+// undo receives the result f returns after all.
+func boundedOrUndo[T any](ctx context.Context, f func(context.Context) (T, error), undo func(T)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f(ctx)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil {
+				undo(r.v)
+			}
+		}()
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
 // boundedErr is bounded for store calls that return only an error.
 func boundedErr(ctx context.Context, f func(context.Context) error) error {
 	_, err := bounded(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })

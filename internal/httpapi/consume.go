@@ -12,13 +12,19 @@ import (
 
 // reserveRequest is the body of a reserve; nil fields take the defaults.
 type reserveRequest struct {
-	Max    *int64 `json:"max"`
-	WaitMs *int64 `json:"wait_ms"`
-	TTRMs  *int64 `json:"ttr_ms"`
+	Max      *int64 `json:"max"`
+	MaxBytes *int64 `json:"max_bytes"`
+	WaitMs   *int64 `json:"wait_ms"`
+	TTRMs    *int64 `json:"ttr_ms"`
 }
 
+// maxReserveBytes bounds a reserve's max_bytes: a reply is built in memory.
+const maxReserveBytes = 256 << 20
+
 // reserve is POST /v1/topics/{topic}/reserve. An empty body takes every default. The wait
-// ends early when the client goes away.
+// ends early when the client goes away, and jobs leased for a client that went away before
+// its answer was written are put back at once, their attempt not counted. The extension
+// max_bytes (default 16 MiB) bounds the jobs' total size; at least one job is returned.
 func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	topic, err := topicParam(r)
 	if err != nil {
@@ -36,6 +42,12 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 		}
 		o.Max = int(*q.Max)
 	}
+	if q.MaxBytes != nil {
+		if err := inRange("max_bytes", *q.MaxBytes, 1, maxReserveBytes); err != nil {
+			return err
+		}
+		o.MaxBytes = *q.MaxBytes
+	}
 	if q.WaitMs != nil {
 		if err := inRange("wait_ms", *q.WaitMs, 0, l.MaxWait.Milliseconds()); err != nil {
 			return err
@@ -50,7 +62,10 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), o.Wait+a.timeout)
 	defer cancel()
-	jobs, err := bounded(ctx, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) })
+	// Reserve puts back what it leased when ctx ends first; jobs it returns after the answer
+	// was given up on are put back here.
+	jobs, err := boundedOrUndo(ctx, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) },
+		func(jobs []*delayq.Job) { a.putBack(r, jobs) })
 	if err != nil && r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		// The wait was ended by the server shutting down (or the client leaving): nothing was
 		// leased, and an empty answer tells a consumer to come back.
@@ -66,10 +81,30 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 			a.m.Lateness.WithLabelValues("pull").Observe(max(now.Sub(j.RunAt), 0).Seconds())
 		}
 	}
-	a.writeJSON(w, http.StatusOK, struct {
+	if r.Context().Err() != nil {
+		// The client left (or the server is shutting down): the jobs go back, and an empty
+		// answer tells a consumer still listening to come back.
+		a.putBack(r, jobs)
+		jobs = nil
+	}
+	if err := a.writeJSONTo(w, http.StatusOK, struct {
 		Jobs []*jobJSON `json:"jobs"`
-	}{toJobsJSON(jobs, true)})
+	}{toJobsJSON(jobs, true)}); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil || r.Context().Err() != nil) {
+		a.putBack(r, jobs)
+	}
 	return nil
+}
+
+// putBack releases the leases of jobs whose answer never reached the client, so that they are
+// due again at once and the attempt does not count.
+func (a *api) putBack(r *http.Request, jobs []*delayq.Job) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.timeout)
+	defer cancel()
+	for _, j := range jobs {
+		if err := a.c.Release(ctx, j.Topic, j.ID, j.Lease); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
+			a.log.Warn("httpapi: putting back a job whose reserve answer was not delivered", "topic", j.Topic, "id", j.ID, "err", err)
+		}
+	}
 }
 
 // leaseRequest is the body of ack and release.

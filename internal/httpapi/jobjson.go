@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/delayq/delayq"
@@ -121,6 +122,11 @@ func toTopicJSON(s *delayq.TopicStats) topicJSON {
 // writeJSON writes v as the response with status. HTML characters are not escaped, so that
 // JSON bodies come back as they were sent.
 func (a *api) writeJSON(w http.ResponseWriter, status int, v any) {
+	_ = a.writeJSONTo(w, status, v)
+}
+
+// writeJSONTo is writeJSON that reports whether the answer could be written.
+func (a *api) writeJSONTo(w http.ResponseWriter, status int, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -132,6 +138,8 @@ func (a *api) writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, err := w.Write(buf.Bytes())
+	return err
 }
