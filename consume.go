@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"time"
 	"unicode/utf8"
 
@@ -57,10 +58,14 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 		return nil, err
 	}
 	deadline := time.Now().Add(o.Wait)
-	// The first pass asks every partition: a notice of a job enqueued just before this call may
-	// not have arrived yet, and a caller who polls must see every job due by now.
-	everyPartition := true
+	// A poll (no wait) asks every partition: a notice of a job enqueued just before this call
+	// may not have arrived yet, and a caller who polls must see every job due by now. A long
+	// poll trusts what the process knows: that notice wakes it when it comes.
+	everyPartition := o.Wait == 0
 	for {
+		if err := c.learnTopic(ctx, t); err != nil {
+			return nil, err
+		}
 		r, err := c.reserveDue(ctx, t, lane, reserveAsk{max: o.Max, maxBytes: o.MaxBytes, ttr: o.TTR, all: everyPartition})
 		everyPartition = false
 		if ctx.Err() != nil {
@@ -77,10 +82,11 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 	}
 }
 
-// consumerState returns the wake-up state of a topic's pull or push lane, listening for notices.
+// consumerState returns the wake-up state of a topic's pull or push lane. It writes nothing:
+// a topic that does not exist yet is looked for in the registry, and comes into being with its
+// first job.
 func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*topicState, store.Lane, error) {
-	n, err := c.partitions(ctx, topic, true)
-	if err != nil {
+	if err := ValidateTopic(topic); err != nil {
 		return nil, "", err
 	}
 	lane := store.LanePull
@@ -90,26 +96,83 @@ func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*t
 	if c.isClosed() {
 		return nil, "", ErrClosed
 	}
-	t := c.laneState(topic, lane, n)
-	c.listen(t, n)
+	t := c.topic(string(lane)+"/"+topic, topic)
+	t.setLane(lane)
+	if t.partitionCount() == 0 {
+		t.lookUp(time.Now(), 0)
+		if err := c.findTopic(ctx, t); err != nil {
+			return nil, "", err
+		}
+	}
 	return t, lane, nil
 }
 
-// waitDue sleeps until something may be due in t, deadline passes or ctx ends.
-func (c *Client) waitDue(ctx context.Context, t *topicState, deadline time.Time) {
-	recheck := c.cfg.RecheckInterval
-	if c.cfg.PollInterval > 0 {
-		recheck = c.cfg.PollInterval
+// learnTopic looks for t's topic in the registry when it was not there the last time and
+// nobody looked within the recheck interval.
+func (c *Client) learnTopic(ctx context.Context, t *topicState) error {
+	if !t.lookUp(time.Now(), c.recheckInterval()) {
+		return nil
 	}
-	t.wait(ctx, deadline, recheck)
+	return c.findTopic(ctx, t)
 }
 
-// laneState returns the wake-up state of one lane of a topic.
-func (c *Client) laneState(topic string, lane store.Lane, n int) *topicState {
-	t := c.topic(string(lane)+"/"+topic, topic)
-	t.setPartitionCount(n)
-	t.setLane(lane)
-	return t
+// findTopic asks the registry for t's topic; once it exists, t learns its partitions and
+// listens for their notices. Until then it listens for new topics.
+func (c *Client) findTopic(ctx context.Context, t *topicState) error {
+	n, err := c.partitions(ctx, t.name, false)
+	switch {
+	case err == nil:
+		t.setPartitionCount(n)
+		c.listen(t, n)
+		return nil
+	case errors.Is(err, ErrNotFound):
+		c.listenForTopics(t)
+		return nil
+	default:
+		return err
+	}
+}
+
+func (c *Client) recheckInterval() time.Duration {
+	if c.cfg.PollInterval > 0 {
+		return c.cfg.PollInterval
+	}
+	return c.cfg.RecheckInterval
+}
+
+// waitDue sleeps until something may be due in t, deadline passes or ctx ends. When a recheck
+// falls due, it takes the rechecks nobody in the process has made within the interval and
+// makes them, for every waiter of t.
+func (c *Client) waitDue(ctx context.Context, t *topicState, deadline time.Time) {
+	interval := c.recheckInterval()
+	if !t.wait(ctx, deadline, interval) {
+		return
+	}
+	if t.partitionCount() == 0 {
+		return // the caller looks the topic up
+	}
+	parts, seen := t.claimRechecks(time.Now(), interval)
+	if len(parts) == 0 {
+		return
+	}
+	ps := make([]keys.Partition, len(parts))
+	for i, p := range parts {
+		ps[i] = c.store.Partition(t.name, p)
+	}
+	at := time.Now()
+	heads, err := c.store.Heads(ctx, ps, t.lane)
+	if err != nil {
+		t.recheck(parts) // the next reserve asks them, and meets the error
+		return
+	}
+	nowMs := t.serverNowMs(at)
+	for i, p := range parts {
+		next := heads[i].DueMs
+		if heads[i].Ready {
+			next = nowMs
+		}
+		t.learn(p, seen[i], at, nowMs, next)
+	}
 }
 
 // reserveAsk is what one reserveDue asks for.

@@ -87,6 +87,7 @@ func TestNoticeWakesAWaitingConsumer(t *testing.T) {
 	c, rdb := newTestClient(t, Config{RecheckInterval: time.Minute})
 	producer := newClientOn(t, rdb, Config{})
 	ctx := testContext(t)
+	mustEnqueue(t, producer, "t", Spec{ID: "later", Delay: time.Hour})
 	got := make(chan *Job, 1)
 	go func() {
 		jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Wait: 20 * time.Second})
@@ -498,6 +499,7 @@ func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
 	c, rdb := newTestClient(t, Config{Partitions: 2, RecheckInterval: time.Minute})
 	ctx := testContext(t)
 	for _, topic := range []string{"a", "b", "c"} {
+		mustEnqueue(t, c, topic, Spec{ID: "later", Delay: time.Hour})
 		for _, push := range []bool{false, true} {
 			if _, err := c.Reserve(ctx, topic, ReserveOptions{Push: push}); err != nil {
 				t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
 )
 
@@ -24,10 +25,20 @@ type notices struct {
 	shared  *redis.PubSub       // the one subscription, when not on a Cluster
 }
 
-// target is one partition of one topic state.
+// target is one partition of one topic state, or with p = -1 a topic state waiting for its
+// topic to be registered.
 type target struct {
 	t *topicState
 	p int
+}
+
+// wake tells tg that something may have changed that no notice told of.
+func (tg target) wake() {
+	if tg.p < 0 {
+		tg.t.recheck(nil)
+		return
+	}
+	tg.t.recheck([]int{tg.p})
 }
 
 // listen makes notices of t's n partitions wake t; once per topic state. It does nothing when
@@ -43,7 +54,18 @@ func (c *Client) listen(t *topicState, n int) {
 	}
 	t.listening = true
 	t.mu.Unlock()
+	channels := make([]string, n)
+	targets := make([]target, n)
+	for p := range n {
+		channels[p] = c.store.Partition(t.name, p).Notify()
+		targets[p] = target{t, p}
+	}
+	c.subscribe(channels, targets)
+}
 
+// subscribe makes messages on channels[i] reach targets[i], subscribing to the channels nobody
+// listened to yet.
+func (c *Client) subscribe(channels []string, targets []target) {
 	// Under c.mu, so that Close either sees the goroutines started here in its wait or they
 	// never start.
 	c.mu.Lock()
@@ -58,12 +80,11 @@ func (c *Client) listen(t *topicState, n int) {
 		h.c, h.targets = c, map[string][]target{}
 	}
 	var fresh []string
-	for p := range n {
-		ch := c.store.Partition(t.name, p).Notify()
+	for i, ch := range channels {
 		if len(h.targets[ch]) == 0 {
 			fresh = append(fresh, ch)
 		}
-		h.targets[ch] = append(h.targets[ch], target{t, p})
+		h.targets[ch] = append(h.targets[ch], targets[i])
 	}
 	if len(fresh) == 0 {
 		return
@@ -86,6 +107,21 @@ func (c *Client) listen(t *topicState, n int) {
 		// periodic recheck covers these partitions.
 		c.log.Warn("delayq: subscribing to wake-up notices", "err", err)
 	}
+}
+
+// listenForTopics makes the registration of t's topic wake t; once per topic state.
+func (c *Client) listenForTopics(t *topicState) {
+	if c.cfg.PollInterval > 0 {
+		return
+	}
+	t.mu.Lock()
+	if t.awaiting {
+		t.mu.Unlock()
+		return
+	}
+	t.awaiting = true
+	t.mu.Unlock()
+	c.subscribe([]string{keys.NewTopics(c.cfg.Namespace)}, []target{{t, -1}})
 }
 
 // receive reads one subscription until the Client closes.
@@ -116,9 +152,17 @@ func (h *notices) receive(ps *redis.PubSub) {
 		case *redis.Subscription:
 			// (Re)subscribed: anything published before now went unheard.
 			for _, tg := range h.targetsOf(m.Channel) {
-				tg.t.recheck([]int{tg.p})
+				tg.wake()
 			}
 		case *redis.Message:
+			if m.Channel == keys.NewTopics(h.c.cfg.Namespace) {
+				for _, tg := range h.targetsOf(m.Channel) {
+					if tg.t.name == m.Payload {
+						tg.wake()
+					}
+				}
+				continue
+			}
 			due, lane, ok := parseNotice(m.Payload)
 			if !ok {
 				continue
@@ -144,7 +188,7 @@ func (h *notices) recheckAll() {
 	}
 	h.mu.Unlock()
 	for _, tg := range all {
-		tg.t.recheck([]int{tg.p})
+		tg.wake()
 	}
 }
 

@@ -13,8 +13,11 @@ import (
 var never = time.Now().Add(100 * 365 * 24 * time.Hour)
 
 // topicState is what one process knows about when a topic's partitions next have something
-// to hand out, for one lane. Reserve sleeps on it until the earliest of those moments, a notice
-// of an earlier job, or a periodic recheck; so no polling interval sets the precision.
+// to hand out, for one lane. Every consumer of the lane in the process — any number of Reserve
+// calls and Worker fetchers — sleeps on it until the earliest of those moments or a notice of
+// an earlier job, so no polling interval sets the precision. What no notice covers (a notice
+// lost while the subscription was down, a lease taken and then left to expire by another
+// process) one consumer looks at for all of them, once per partition per recheck interval.
 type topicState struct {
 	name string
 	rr   atomic.Uint32 // where the next scan of the partitions starts
@@ -23,10 +26,13 @@ type topicState struct {
 	lane      store.Lane  // the lane whose notices wake it; "" for none
 	n         int         // partition count, 0 until known
 	next      []time.Time // per partition, local time when it next has something due; zero: look now
+	checked   []time.Time // per partition, local time it was last looked at
 	notices   []uint64    // per partition, notices seen, to keep a stale reply from hiding one
 	offsetMs  int64       // server clock minus local clock, from the latest reply
 	changed   chan struct{}
-	listening bool
+	listening bool      // notices of its partitions wake it
+	awaiting  bool      // notices of new topics wake it
+	lookedUp  time.Time // when the registry was last asked for a topic not known yet
 }
 
 func newTopicState(name string) *topicState {
@@ -51,8 +57,22 @@ func (t *topicState) setPartitionCount(n int) {
 	if t.n == 0 {
 		t.n = n
 		t.next = make([]time.Time, n)
+		t.checked = make([]time.Time, n)
 		t.notices = make([]uint64, n)
+		t.broadcast()
 	}
+}
+
+// lookUp reports whether the registry should be asked about the topic now: it is not known
+// yet and nobody asked within interval. It counts as asking.
+func (t *topicState) lookUp(now time.Time, interval time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n > 0 || now.Before(t.lookedUp.Add(interval)) {
+		return false
+	}
+	t.lookedUp = now
+	return true
 }
 
 // due returns the partitions that may have something to hand out now (all of them when all is
@@ -72,13 +92,14 @@ func (t *topicState) due(now time.Time, all bool) (parts []int, seen []uint64) {
 	return parts, seen
 }
 
-// learn records a reserve reply: at local time at, the server's clock read nowMs and partition p
-// next has something due at nextMs (-1: nothing). A notice that arrived since the call was made
-// (seen differs) may be newer than the reply, so then the earlier of the two wins.
+// learn records what a look at partition p found: at local time at, the server's clock read
+// nowMs and p next has something due at nextMs (-1: nothing). A notice that arrived since the
+// look began (seen differs) may be newer than the reply, so then the earlier of the two wins.
 func (t *topicState) learn(p int, seen uint64, at time.Time, nowMs, nextMs int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.offsetMs = nowMs - at.UnixMilli()
+	t.checked[p] = at
 	next := never
 	if nextMs >= 0 {
 		next = at.Add(time.Duration(nextMs-nowMs) * time.Millisecond)
@@ -87,6 +108,16 @@ func (t *topicState) learn(p int, seen uint64, at time.Time, nowMs, nextMs int64
 		return
 	}
 	t.next[p] = next
+	if !next.After(at) {
+		t.broadcast()
+	}
+}
+
+// serverNowMs returns the server's clock as last seen, moved on by the local clock.
+func (t *topicState) serverNowMs(now time.Time) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return now.UnixMilli() + t.offsetMs
 }
 
 // notice records that partition p has something of lane due at server time dueMs.
@@ -105,7 +136,8 @@ func (t *topicState) notice(p int, lane store.Lane, dueMs int64) {
 	}
 }
 
-// recheck makes the given partitions (all when nil) be looked at on the next scan.
+// recheck makes the given partitions (all when nil) be looked at on the next scan, and wakes
+// the waiters (also those of a topic not known yet).
 func (t *topicState) recheck(parts []int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -114,6 +146,7 @@ func (t *topicState) recheck(parts []int) {
 			t.next[p] = time.Time{}
 			t.notices[p]++
 		}
+		t.lookedUp = time.Time{}
 	}
 	for _, p := range parts {
 		t.next[p] = time.Time{}
@@ -127,17 +160,40 @@ func (t *topicState) broadcast() {
 	t.changed = make(chan struct{})
 }
 
-// wait sleeps until a partition may have something due, the deadline passes, or ctx ends.
-// After every recheck interval without news it marks every partition to be looked at again.
-func (t *topicState) wait(ctx context.Context, deadline time.Time, recheck time.Duration) {
+// claimRechecks returns the partitions nobody has looked at within interval, each with its
+// notice count, and counts them as looked at now: one waiter checks them for all.
+func (t *topicState) claimRechecks(now time.Time, interval time.Duration) (parts []int, seen []uint64) {
 	t.mu.Lock()
-	wake := deadline
-	for _, n := range t.next {
-		if n.Before(wake) {
-			wake = n
+	defer t.mu.Unlock()
+	for p := range t.n {
+		if !now.Before(t.checked[p].Add(interval)) {
+			t.checked[p] = now
+			parts = append(parts, p)
+			seen = append(seen, t.notices[p])
 		}
 	}
-	checkAt := time.Now().Add(recheck)
+	return parts, seen
+}
+
+// wait sleeps until a partition may have something due, a recheck falls due, the deadline
+// passes, or ctx ends. It reports whether it woke for a recheck (or a registry look-up).
+func (t *topicState) wait(ctx context.Context, deadline time.Time, interval time.Duration) (recheck bool) {
+	t.mu.Lock()
+	wake := deadline
+	for p := range t.n {
+		if t.next[p].Before(wake) {
+			wake = t.next[p]
+		}
+	}
+	checkAt := deadline
+	for p := range t.n {
+		if at := t.checked[p].Add(interval); at.Before(checkAt) {
+			checkAt = at
+		}
+	}
+	if t.n == 0 {
+		checkAt = t.lookedUp.Add(interval)
+	}
 	isRecheck := checkAt.Before(wake)
 	if isRecheck {
 		wake = checkAt
@@ -151,8 +207,7 @@ func (t *topicState) wait(ctx context.Context, deadline time.Time, recheck time.
 	case <-ctx.Done():
 	case <-changed:
 	case <-timer.C:
-		if isRecheck {
-			t.recheck(nil)
-		}
+		return isRecheck
 	}
+	return false
 }

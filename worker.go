@@ -234,7 +234,13 @@ func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Ha
 			return
 		}
 		acks := w.takeAcks()
-		r, err := w.c.reserveDue(ctx, t, lane, reserveAsk{max: n, maxBytes: DefaultReserveBytes, acks: requests(acks)})
+		err := w.c.learnTopic(ctx, t)
+		var r reservation
+		if err == nil {
+			r, err = w.c.reserveDue(ctx, t, lane, reserveAsk{max: n, maxBytes: DefaultReserveBytes, acks: requests(acks)})
+		} else {
+			r.acked = repeat(err, len(acks))
+		}
 		w.settleAcks(acks, r.acked)
 		for range n - len(r.jobs) {
 			w.slots <- struct{}{}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -96,15 +97,20 @@ func TestShutdownEndsLongPolls(t *testing.T) {
 		t.Fatal(err)
 	}
 	polled := make(chan error, 1)
+	wrote := make(chan struct{})
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) },
+	})
 	go func() {
-		_, err := c.Reserve(context.Background(), "idle", apiclient.ReserveRequest{Wait: 60 * time.Second})
+		_, err := c.Reserve(ctx, "idle", apiclient.ReserveRequest{Wait: 60 * time.Second})
 		polled <- err
 	}()
-	// Let the reserve reach its wait.
-	waitFor(t, 10*time.Second, "the topic exists", func() bool {
-		_, err := c.Stats(context.Background(), "idle")
-		return err == nil
-	})
+	// The server has the reserve: it waits for a job in a topic nobody has used.
+	select {
+	case <-wrote:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reserve request was not sent in 10s")
+	}
 	start := time.Now()
 	if err := s.Stop(t); err != nil {
 		t.Fatalf("Run returned %v", err)

@@ -68,6 +68,10 @@ func (p Partition) All() []string {
 // derived from its id, so the count must never change while the topic holds jobs.
 func Topics(ns string) string { return ns + ":topics" }
 
+// NewTopics is a shard pub/sub channel on which the name of each new topic is published when it
+// is registered, so that consumers waiting for a topic that did not exist yet hear of it.
+func NewTopics(ns string) string { return ns + ":topics:new" }
+
 // PartitionOf returns the partition (0..n-1) that job id belongs to.
 func PartitionOf(id string, n int) int {
 	if n <= 1 {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -203,5 +204,32 @@ func TestCancelReplayAnswersCancelled(t *testing.T) {
 	}
 	if err := s.Cancel(ctx, p, "a"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a new cancel: %v, want ErrNotFound", err)
+	}
+}
+
+// A reserve that makes a lease end before any other announces its deadline on the partition's
+// channel, so that consumers elsewhere wake to hand the job out again should it expire.
+func TestReserveAnnouncesTheEarliestLeaseDeadline(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	sub := s.Client().SSubscribe(ctx, p.Notify())
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription's confirmation
+		t.Fatal(err)
+	}
+	enqueueOne(t, s, p, "a", 0)
+	if _, err := sub.ReceiveMessage(ctx); err != nil { // the enqueue's notice
+		t.Fatal(err)
+	}
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "x", Lane: LanePull, Max: 1, Bulk: 10, TTRMs: 700})
+	if err != nil || len(r.Jobs) != 1 {
+		t.Fatalf("reserve: %v, %v", r.Jobs, err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprint(r.Jobs[0].LeaseDeadlineMs); msg.Payload != want {
+		t.Fatalf("notice %q after the reserve, want the lease deadline %s", msg.Payload, want)
 	}
 }

@@ -20,8 +20,13 @@ func (s *Store) RegisterTopic(ctx context.Context, topic string, n int) (int, er
 	if got, err := s.rdb.HGet(ctx, key, topic).Int(); err == nil {
 		return got, nil
 	}
-	if err := s.rdb.HSetNX(ctx, key, topic, n).Err(); err != nil {
+	added, err := s.rdb.HSetNX(ctx, key, topic, n).Result()
+	if err != nil {
 		return 0, fmt.Errorf("delayq: register topic: %w", err)
+	}
+	if added {
+		// Consumers waiting for the topic hear of it now rather than at their next look.
+		_ = s.rdb.SPublish(ctx, keys.NewTopics(s.ns), topic).Err()
 	}
 	got, err := s.rdb.HGet(ctx, key, topic).Int()
 	if err != nil {
@@ -55,6 +60,42 @@ func (s *Store) Topics(ctx context.Context) (map[string]int, error) {
 			return nil, fmt.Errorf("delayq: topic %q has partition count %q", k, v)
 		}
 		out[k] = n
+	}
+	return out, nil
+}
+
+// Head is what a partition has for one lane, as a consumer's recheck sees it.
+type Head struct {
+	Ready bool  // due jobs wait in the lane's ready set
+	DueMs int64 // the earliest due time of a delayed job, Unix ms; -1 for none
+}
+
+// Heads reads, for each partition, whether the lane's ready set holds jobs and the earliest
+// due time of its delayed jobs: two commands a partition, in one round trip. Lease deadlines
+// need no look: a reserve announces a new earliest one on the partition's channel.
+func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([]Head, error) {
+	ready := make([]*redis.ZSliceCmd, len(parts))
+	delayed := make([]*redis.ZSliceCmd, len(parts))
+	_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range parts {
+			set := p.Ready()
+			if lane == LanePush {
+				set = p.ReadyPush()
+			}
+			ready[i] = pipe.ZRangeWithScores(ctx, set, 0, 0)
+			delayed[i] = pipe.ZRangeWithScores(ctx, p.Delayed(), 0, 0)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("delayq: looking at partitions: %w", err)
+	}
+	out := make([]Head, len(parts))
+	for i := range parts {
+		out[i] = Head{Ready: len(ready[i].Val()) > 0, DueMs: -1}
+		if d := delayed[i].Val(); len(d) > 0 {
+			out[i].DueMs = int64(d[0].Score)
+		}
 	}
 	return out, nil
 }

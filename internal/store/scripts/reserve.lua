@@ -49,6 +49,8 @@ if #ids > 0 then
   local ttr_override = tonumber(ARGV[8])
   local leases, deadlines, gone = {}, {}, {}
   local bytes = 0
+  local earliest
+  local rhead = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
   for _, id in ipairs(ids) do
     local rec = redis.call('HGET', JOBS, id)
     if rec then
@@ -62,6 +64,7 @@ if #ids > 0 then
       leases[#leases + 1] = lease
       deadlines[#deadlines + 1] = NOW + ttr
       deadlines[#deadlines + 1] = id
+      if earliest == nil or NOW + ttr < earliest then earliest = NOW + ttr end
       out[#out + 1] = {id, rec, S_RESERVED, lease, NOW + ttr}
     else
       gone[#gone + 1] = id
@@ -71,6 +74,11 @@ if #ids > 0 then
   bulk('ZREM', set, taken)
   bulk('HSET', LEASES, leases)
   bulk('ZADD', RESERVED, deadlines)
+  -- A lease that ends before any other is announced: should its holder never settle it, the
+  -- consumers waiting on this partition must wake to hand the job out again.
+  if earliest and (#rhead == 0 or earliest < tonumber(rhead[2])) then
+    notify_if_sooner(nil, earliest, ARGV[3])
+  end
 end
 local upcoming = -1
 if redis.call('ZCARD', set) > 0 then

@@ -1,0 +1,105 @@
+package delayq
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// commandsProcessed returns the server's total_commands_processed (commands inside scripts
+// count, and so does this INFO).
+func commandsProcessed(t testing.TB, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), "stats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no total_commands_processed in INFO stats")
+	return 0
+}
+
+// Waiting consumers of one topic in one process share their safety rechecks: Redis sees the
+// same few commands a second whether 1 or 60 consumers wait.
+func TestIdleConsumersShareTheirRechecks(t *testing.T) {
+	t.Parallel()
+	const interval = 100 * time.Millisecond
+	perSecond := func(waiters int) float64 {
+		c, rdb := newTestClient(t, Config{Partitions: 4, RecheckInterval: interval})
+		ctx, cancel := context.WithCancel(testContext(t))
+		mustEnqueue(t, c, "idle", Spec{ID: "later", Delay: time.Hour})
+		var wg sync.WaitGroup
+		for range waiters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					_, _ = c.Reserve(ctx, "idle", ReserveOptions{Wait: 700 * time.Millisecond})
+				}
+			}()
+		}
+		time.Sleep(300 * time.Millisecond) // every consumer has looked once and sleeps
+		before, start := commandsProcessed(t, rdb), time.Now()
+		time.Sleep(time.Second)
+		n := float64(commandsProcessed(t, rdb)-before-1) / time.Since(start).Seconds()
+		cancel()
+		wg.Wait()
+		return n
+	}
+	one, many := perSecond(1), perSecond(60)
+	t.Logf("idle cost: %.0f commands/s with 1 waiter, %.0f with 60", one, many)
+	// 4 partitions × 2 commands per recheck × 10 rechecks a second = 80.
+	if one > 100 || many > 100 {
+		t.Fatalf("idle cost: %.0f commands/s with 1 waiter, %.0f with 60; want at most 100 (4 partitions, 2 commands a recheck, 10 rechecks a second)", one, many)
+	}
+}
+
+// A long poll on a topic that does not exist creates nothing, and gets the topic's first job
+// as soon as it is enqueued.
+func TestWaitingForATopicThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{RecheckInterval: time.Minute})
+	producer := newClientOn(t, rdb, Config{})
+	ctx := testContext(t)
+	for _, push := range []bool{false, true} {
+		if jobs, err := c.Reserve(ctx, "nobody", ReserveOptions{Wait: 200 * time.Millisecond, Push: push}); err != nil || len(jobs) != 0 {
+			t.Fatalf("Reserve: %v, %v", jobs, err)
+		}
+	}
+	if names, err := c.TopicNames(ctx); err != nil || len(names) != 0 {
+		t.Fatalf("topics after reserving from an unknown one: %v, %v", names, err)
+	}
+	if n, err := rdb.DBSize(ctx).Result(); err != nil || n != 0 {
+		t.Fatalf("%d keys after reserving from an unknown topic (%v), want 0", n, err)
+	}
+
+	got := make(chan []*Job, 1)
+	go func() {
+		jobs, _ := c.Reserve(ctx, "new", ReserveOptions{Wait: 20 * time.Second})
+		got <- jobs
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	mustEnqueue(t, producer, "new", Spec{ID: "first"})
+	select {
+	case jobs := <-got:
+		if len(jobs) != 1 || jobs[0].ID != "first" {
+			t.Fatalf("got %v", jobs)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("the first job of a new topic reached its waiting consumer after %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first job of a new topic did not reach the consumer waiting for it")
+	}
+}
