@@ -86,6 +86,14 @@ type Config struct {
 	WaitReplicas int
 	// WaitTimeout bounds that wait; keep it below the Redis client's read timeout. Defaults to 1s.
 	WaitTimeout time.Duration
+	// ReplayWindow is how long Redis keeps the outcome of each state change, so that the same
+	// call sent again answers as the first did instead of acting twice: go-redis re-sends a
+	// command whose connection broke after it was written (up to MaxRetries times, also after
+	// a Redis restart or failover), and a caller may repeat an Ack, Nack or Release with the
+	// same lease. A repeat after the window acts afresh: an enqueue then meets ErrExists, a
+	// settled lease ErrLeaseLost. Each recorded call costs Redis memory for
+	// the window (about 170 bytes). Defaults to 30s; negative keeps nothing (replays are then not safe).
+	ReplayWindow time.Duration
 }
 
 var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
@@ -120,6 +128,12 @@ func (c *Config) validate() error {
 	}
 	if c.WaitTimeout == 0 {
 		c.WaitTimeout = time.Second
+	}
+	if c.ReplayWindow == 0 {
+		c.ReplayWindow = 30 * time.Second
+	}
+	if c.ReplayWindow < 0 {
+		c.ReplayWindow = 0
 	}
 	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
 		return invalid("wait_replicas", "replicas %d and timeout %v must not be negative", c.WaitReplicas, c.WaitTimeout)
@@ -180,6 +194,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 	c.enqueuer = newCoalescer(cfg.Limits.MaxBatch, 1, c.flushEnqueues)
 	c.acker = newCoalescer(cfg.Limits.MaxBatch, 2, c.flushAcks)
 	c.store.SetWaitReplicas(cfg.WaitReplicas, cfg.WaitTimeout)
+	c.store.SetReplayWindow(cfg.ReplayWindow)
 	if err := c.checkServer(ctx); err != nil {
 		return nil, err
 	}

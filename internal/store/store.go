@@ -58,13 +58,9 @@ type Store struct {
 	waitTimeout  time.Duration
 }
 
-// DefaultReplayWindow is how long a call's outcome is kept for a replay unless
-// SetReplayWindow says otherwise.
-const DefaultReplayWindow = 30 * time.Second
-
 // New returns a Store for keys under namespace ns.
 func New(rdb redis.UniversalClient, ns string) *Store {
-	return &Store{rdb: rdb, ns: ns, replayWindow: DefaultReplayWindow}
+	return &Store{rdb: rdb, ns: ns, replayWindow: 30 * time.Second}
 }
 
 // Client returns the Redis client the store uses.
