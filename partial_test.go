@@ -1,6 +1,7 @@
 package delayq
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -22,6 +23,12 @@ func clusterWithAShardDown(t *testing.T, topic string) (*Client, func(id string)
 		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, MaxRedirects: 1,
 	})
 	t.Cleanup(func() { rdb.Close() })
+	// The live shards keep serving once the cluster marks the dead one as failed.
+	for _, node := range cluster.Nodes {
+		if err := node.Client(t).ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	c := newClientOn(t, rdb, Config{})
 	ctx := testContext(t)
 	mustEnqueue(t, c, topic, Spec{ID: "before", Delay: time.Hour}) // the topic exists
