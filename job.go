@@ -143,10 +143,19 @@ func ValidateTopic(topic string) error {
 }
 
 // ValidateID reports whether id is a valid job id: 1 to 256 bytes of printable UTF-8 with no
-// white space.
+// white space, other than ".", ".." and "/", which a URL cannot carry as a path segment (HTTP
+// routers and clients resolve the first two as dot-segments, RFC 3986 §5.2.4, and Go's router
+// reads a lone escaped slash as a trailing one), so a job with such an id could never be
+// addressed over HTTP.
 func ValidateID(id string) error {
 	if id == "" || len(id) > 256 {
 		return invalid("id", "must be 1 to 256 bytes, got %d", len(id))
+	}
+	if id == "." || id == ".." {
+		return invalid("id", "%q cannot be used: a URL path resolves it as a dot-segment, so the job could not be addressed over HTTP", id)
+	}
+	if id == "/" {
+		return invalid("id", `"/" cannot be used: as a URL path segment it reads as a trailing slash, so the job could not be addressed over HTTP`)
 	}
 	if !utf8.ValidString(id) {
 		return invalid("id", "must be UTF-8")

@@ -16,8 +16,10 @@ import (
 var ErrLocked = errors.New("data directory in use")
 
 // lockDir takes an exclusive lock on the file delayq.lock in dir, so that two servers never
-// run a redis-server on the same AOF. The lock lasts until the returned file is closed, or
-// the process ends.
+// run a redis-server on the same AOF. The lock belongs to the open file, which launch passes
+// on to each redis-server: it lasts until this process and every redis-server started with it
+// have closed the file or ended, so a redis-server left running by a delayq that died keeps
+// the directory locked until it exits.
 func lockDir(dir string) (*os.File, error) {
 	path := filepath.Join(dir, "delayq.lock")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
@@ -28,7 +30,7 @@ func lockDir(dir string) (*os.File, error) {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("embedded redis: %w: %s is used by another delayq server (pid %s); give each server its own --data-dir",
+			return nil, fmt.Errorf("embedded redis: %w: %s is used by another delayq server (pid %s) or by a redis-server it started that has not exited yet; give each server its own --data-dir",
 				ErrLocked, dir, strings.TrimSpace(string(holder)))
 		}
 		return nil, fmt.Errorf("embedded redis: locking %s: %w", path, err)

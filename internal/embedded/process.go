@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,6 +26,29 @@ type process struct {
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// start starts the process from a goroutine that then waits for its exit and closes logFile.
+// That goroutine holds its OS thread from before the fork until the child is reaped: on Linux
+// the parent-death signal (see setProcAttr) fires when the thread that forked the child ends,
+// not the process (go.dev/issue/27505), and Go ends a thread whenever a goroutine locked to it
+// returns without unlocking. A thread no other goroutine can run on cannot be ended that way.
+func (p *process) start(logFile *os.File) error {
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread() // only once the child has been reaped
+		if err := p.cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		p.started = time.Now()
+		started <- nil
+		p.waitErr = p.cmd.Wait()
+		logFile.Close()
+		close(p.exited)
+	}()
+	return <-started
+}
 
 // terminate sends SIGTERM and waits for the exit, then sends SIGKILL once grace has passed or
 // ctx has ended. It reports an error when SIGKILL was needed.
@@ -81,17 +105,15 @@ func (r *Redis) launch(ctx context.Context) (*process, error) {
 	// Messages written before the log file is open (a bad argument, say) land in it too.
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	// The child shares the open lock file, and with it the lock (see lockDir), so the data
+	// directory stays locked until redis-server has exited even if delayq dies first.
+	cmd.ExtraFiles = []*os.File{r.lock}
 	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	if err := p.start(logFile); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("embedded redis: starting %s: %w", r.bin, err)
 	}
-	p := &process{cmd: cmd, started: time.Now(), exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logFile.Close()
-		close(p.exited)
-	}()
 	if err := r.waitReady(ctx, p); err != nil {
 		_ = p.cmd.Process.Signal(syscall.SIGKILL)
 		<-p.exited

@@ -1,0 +1,50 @@
+package delayq
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidateIDDotSegments(t *testing.T) {
+	t.Parallel()
+	if err := ValidateID("/"); !errors.Is(err, ErrInvalid) {
+		t.Errorf(`ValidateID("/") = %v, want ErrInvalid`, err)
+	}
+	for _, id := range []string{".", ".."} {
+		err := ValidateID(id)
+		var inv *InvalidError
+		if !errors.As(err, &inv) || inv.Field != "id" || !strings.Contains(inv.Reason, "dot-segment") {
+			t.Errorf("ValidateID(%q) = %v, want an InvalidError on id that names the dot-segment", id, err)
+		}
+	}
+	// Dots are fine anywhere else: escaped, these are ordinary path segments.
+	for _, id := range []string{"...", ".a", "a.", "a..b", "./", "../a", "a/..", "a/./b", "%2e%2e"} {
+		if err := ValidateID(id); err != nil {
+			t.Errorf("ValidateID(%q) = %v, want nil", id, err)
+		}
+	}
+}
+
+func TestEnqueueRefusesDotSegmentIDs(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	for _, id := range []string{".", "..", "/"} {
+		if _, err := c.Enqueue(ctx, "t", Spec{ID: id}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Enqueue with id %q: err = %v, want ErrInvalid", id, err)
+		}
+	}
+	res, err := c.EnqueueBatch(ctx, "t", []Spec{{ID: "."}, {ID: ".."}})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("EnqueueBatch = %v, %v; want 2 results", res, err)
+	}
+	for i, r := range res {
+		if !errors.Is(r.Err, ErrInvalid) {
+			t.Errorf("EnqueueBatch result %d: err = %v, want ErrInvalid", i, r.Err)
+		}
+	}
+	if s, err := c.Stats(ctx, "t"); err == nil && s.Delayed+s.Ready != 0 {
+		t.Errorf("jobs with dot-segment ids were stored: %+v", s)
+	}
+}

@@ -1,0 +1,133 @@
+package embedded_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/internal/embedded"
+)
+
+// serveDirEnv, when set, makes the test binary a stand-in for delayq server: it starts an
+// embedded Redis in that directory, prints the redis-server's pid and runs until its stdin
+// closes or it is killed.
+const serveDirEnv = "DELAYQ_EMBEDDED_TEST_SERVE_DIR"
+
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(serveDirEnv); dir != "" {
+		os.Exit(serve(dir))
+	}
+	os.Exit(m.Run())
+}
+
+func serve(dir string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r, err := embedded.Start(ctx, embedded.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Println(r.Pid())
+	_, _ = io.Copy(io.Discard, os.Stdin) // the test ended without killing this process
+	if err := r.Stop(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestLockOutlivesCrashedServer checks that a delayq server that dies without stopping its
+// redis-server leaves the data directory locked until that redis-server has exited, so that a
+// second server cannot start another redis-server on the same AOF meanwhile.
+func TestLockOutlivesCrashedServer(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	server := exec.Command(os.Args[0])
+	server.Env = append(os.Environ(), serveDirEnv+"="+dir)
+	server.Stderr = testWriter{t}
+	stdin, err := server.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	stdout, err := server.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		_ = server.Process.Kill()
+		_ = server.Wait()
+		t.Fatalf("the server printed no redis-server pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		_ = server.Process.Kill()
+		_ = server.Wait()
+		t.Fatalf("the server printed %q, want a pid", line)
+	}
+	// The orphan is not this process's child, so nothing here can wait for it; should the
+	// test end before it has exited, kill it and let its new parent reap it.
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	// A stopped redis-server is slow to exit: it cannot act on its parent-death signal (or on
+	// any other but SIGKILL) until it is continued.
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	_ = server.Process.Kill()
+	_ = server.Wait()
+
+	second, err := embedded.Start(testContext(t), embedded.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	if err == nil {
+		_ = second.Stop(context.Background())
+		t.Fatalf("a second embedded Redis started on %s while the crashed server's redis-server (pid %d) still runs", dir, pid)
+	}
+	if !errors.Is(err, embedded.ErrLocked) {
+		t.Fatalf("second Start while the crashed server's redis-server (pid %d) still runs: err = %v, want ErrLocked", pid, err)
+	}
+	if !alive(pid) {
+		t.Fatalf("redis-server %d is gone; the check above proved nothing", pid)
+	}
+
+	// SIGTERM is what Linux sends as the parent-death signal; elsewhere no signal comes.
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		r, err := embedded.Start(testContext(t), embedded.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+		if errors.Is(err, embedded.ErrLocked) {
+			return false
+		}
+		if err != nil {
+			t.Fatalf("Start after the old redis-server exited: %v", err)
+		}
+		if err := r.Stop(context.Background()); err != nil {
+			t.Errorf("Stop: %v", err)
+		}
+		return true
+	})
+	exited = true // the lock was free, so the old redis-server had exited
+}
