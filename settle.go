@@ -122,7 +122,7 @@ func (w *Worker) retryLater(fs []finished) {
 func (w *Worker) retryAcks() {
 	defer w.settling.Done()
 	for failures := 1; ; failures++ {
-		sleep(w.settleCtx, backoffDelay(failures))
+		sleep(w.settleCtx, settleDelay(failures))
 		w.ackMu.Lock()
 		fs := w.retry
 		w.retry = nil
@@ -176,6 +176,13 @@ func (w *Worker) finish(f finished, err error) {
 			w.log.Warn("delayq: nack failed; the job will be delivered again after its TTR", "topic", f.topic, "id", f.lease.ID, "err", nerr)
 			return
 		}
-		sleep(w.settleCtx, backoffDelay(failures+1))
+		sleep(w.settleCtx, settleDelay(failures+1))
 	}
+}
+
+// settleDelay is the pause before the next try of an ack, nack or renewal that failed
+// failures times: short, and never more than half a second, so that a try lands soon after
+// Redis is back and well before the lease's deadline.
+func settleDelay(failures int) time.Duration {
+	return min(25*time.Millisecond<<min(failures, 5), 500*time.Millisecond)
 }

@@ -369,7 +369,7 @@ func (w *Worker) renew(ctx context.Context, job *Job, lost context.CancelFunc) f
 		default:
 			failures++
 			w.log.Warn("delayq: lease renewal failed; trying again", "topic", job.Topic, "id", job.ID, "err", err)
-			timer.Reset(min(backoffDelay(failures), max(time.Until(deadline)/3, time.Millisecond)))
+			timer.Reset(min(settleDelay(failures), max(time.Until(deadline)/3, time.Millisecond)))
 		}
 	})
 	return func() time.Time {

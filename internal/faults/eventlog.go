@@ -37,6 +37,8 @@ const (
 	// Warn is a warning the library logged inside the agent (a failed reserve, for instance):
 	// an error that did not reach a caller but that a scenario may still count.
 	Warn Kind = "warn"
+	// HungUp is a reserve an HTTP consumer gave up on before its answer came (-hangup).
+	HungUp Kind = "hung_up"
 	// Start and Done mark the start and the orderly end of an agent.
 	Start Kind = "start"
 	Done  Kind = "done"

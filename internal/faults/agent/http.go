@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math/rand/v2"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,13 +90,26 @@ func httpWork(ctx context.Context, o *options, log *faults.Log) error {
 		return err
 	}
 	var wg sync.WaitGroup
+	var calls atomic.Int64
 	for range max(o.conc, 1) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				jobs, err := api.Reserve(ctx, o.topic, apiclient.ReserveRequest{Max: 1, Wait: time.Second})
+				rctx, cancel := ctx, context.CancelFunc(func() {})
+				hangup := o.hangup > 0 && calls.Add(1)%int64(o.hangup) == 0
+				if hangup {
+					// The client gives up on this reserve at about the moment the server
+					// answers it: whatever the server leased for it must come back.
+					rctx, cancel = context.WithTimeout(ctx, time.Duration(rand.Int64N(3000))*time.Microsecond)
+				}
+				jobs, err := api.Reserve(rctx, o.topic, apiclient.ReserveRequest{Max: 1, Wait: time.Second})
+				cancel()
 				if err != nil {
+					if hangup && ctx.Err() == nil {
+						log.Write(faults.Event{Kind: faults.HungUp})
+						continue
+					}
 					if ctx.Err() == nil {
 						log.Write(faults.Event{Kind: faults.Warn, Err: "reserve: " + err.Error()})
 					}

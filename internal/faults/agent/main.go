@@ -65,6 +65,7 @@ type options struct {
 	sleep                    time.Duration
 	every                    int
 	server, listen           string
+	hangup                   int
 	callback                 string
 }
 
@@ -98,6 +99,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.sleep, "sleep", 0, "worker: how long each handler runs before it acks")
 	fs.IntVar(&o.every, "every", 10, "canceller: cancel every this many job numbers")
 	fs.StringVar(&o.server, "server", "", "http roles: the delayq server's base URL")
+	fs.IntVar(&o.hangup, "hangup", 0, "http-work: hang up every this many reserves 0 to 3 ms after sending them (0: never)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "webhook: the address to receive callbacks on")
 	fs.StringVar(&o.callback, "callback", "", "http-produce: make push jobs with this callback URL")
 	fs.SetOutput(io.Discard)

@@ -1,0 +1,77 @@
+//go:build faults
+
+package faults_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/faults"
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+// Scenario 15: every connection between the agents and Redis drops, and new ones are refused
+// for 2 s, under load (a proxy between them; Redis itself runs on). Script calls whose replies
+// are lost are answered again by their records; acks that fail are retried. Nothing is lost,
+// no job goes dead (none may be retried) and no job is handed out twice.
+func TestConnectionOutage(t *testing.T) {
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	h := newHarness(t, "redis://"+proxy.Addr(), srv.Client(t), delayq.Config{})
+	n := scale(6000, 60000)
+	producer, worker := h.load("o", n, 6, "-max-retries", "0")
+	start := time.Now().UnixMilli()
+	<-proxy.Outage(2 * time.Second)
+	end := time.Now().UnixMilli()
+	rec := h.recovery(end, producer, worker)
+	h.finished(producer, 2*time.Minute)
+	h.drain(2*time.Minute, 0)
+	r := h.check(faults.Rules{Faults: []faults.Window{{Name: "connection outage", Start: start, End: end}}}, false)
+	if r.Dead > 0 {
+		t.Errorf("%d jobs went dead: an attempt was burned by the outage", r.Dead)
+	}
+	if r.Duplicates > 0 {
+		t.Errorf("%d jobs were handed out twice", r.Duplicates)
+	}
+	record(t, figures(r, map[string]any{
+		"outage_ms": end - start, "recovery_ms": rec.Milliseconds(), "dead": r.Dead,
+		"connections": proxy.Conns(),
+	}))
+}
+
+// Scenario 16: HTTP consumers hang up on every third reserve at about the moment the server
+// answers it. Jobs the server leased for a client that left go back at once, their attempt not
+// counted: none of them goes dead (none may be retried), none is lost, and none waits out its
+// TTR.
+func TestClientsHangUpDuringReserve(t *testing.T) {
+	if serverBuildErr != nil {
+		t.Fatal(serverBuildErr)
+	}
+	srv := redistest.Standalone(t)
+	h := newHarness(t, "redis://"+srv.Addr, srv.Client(t), delayq.Config{})
+	listen := "127.0.0.1:" + freePort(t)
+	h.startServer("server", listen)
+	n := scale(3000, 30000)
+	producer := h.start("producer", "produce", "-prefix", "u", "-n", itoa(n), "-batch", "20",
+		"-concurrency", "2", "-rate", itoa(n/6), "-ttr", "30s", "-max-retries", "0")
+	consumer := h.start("consumer", "http-work", "-server", "http://"+listen, "-concurrency", "20", "-hangup", "3")
+	start := time.Now().UnixMilli()
+	h.finished(producer, 2*time.Minute)
+	h.waitFor("the consumers to hand out every job", 2*time.Minute, func() bool {
+		return consumer.count(faults.Acked) >= producer.count(faults.Enqueued)
+	})
+	end := time.Now().UnixMilli()
+	h.drain(2*time.Minute, 0)
+	r := h.check(faults.Rules{Faults: []faults.Window{{Name: "hang-ups", Start: start, End: end}}}, false)
+	if r.Dead > 0 {
+		t.Errorf("%d jobs went dead: a hang-up burned their only attempt", r.Dead)
+	}
+	if consumer.count(faults.HungUp) == 0 {
+		t.Fatal("no consumer hung up: the fault hit nothing")
+	}
+	record(t, figures(r, map[string]any{
+		"hang_ups": consumer.count(faults.HungUp), "dead": r.Dead,
+		"handled_in_ms": end - start,
+	}))
+}
