@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"math/rand/v2"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
