@@ -84,8 +84,10 @@ func (w *Worker) settleAcks(fs []finished, errs []error) {
 		switch {
 		case err == nil:
 		case errors.Is(err, ErrLeaseLost):
+			// The job was cancelled, or its lease expired (which renew has warned of) and the
+			// job is another consumer's now.
 			if !f.tried {
-				w.log.Warn("delayq: ack refused: the lease was lost (expired or cancelled) before the handler finished", "topic", f.topic, "id", f.lease.ID)
+				w.log.Info("delayq: ack refused: the job was cancelled or its lease expired before the handler finished", "topic", f.topic, "id", f.lease.ID)
 			}
 		case !time.Now().Before(f.deadline):
 			w.log.Warn("delayq: ack failed until the lease deadline; the job will be delivered again", "topic", f.topic, "id", f.lease.ID, "err", err)
@@ -170,7 +172,7 @@ func (w *Worker) finish(f finished, err error) {
 		case errors.Is(nerr, ErrLeaseLost):
 			// A nack of the same lease that went through answers as it did (its record), so
 			// lost means lost.
-			w.log.Warn("delayq: nack refused: the lease was lost before the handler finished", "topic", f.topic, "id", f.lease.ID)
+			w.log.Info("delayq: nack refused: the job was cancelled or its lease expired before the handler finished", "topic", f.topic, "id", f.lease.ID)
 			return
 		case !store.OutcomeUnknown(nerr), !time.Now().Before(f.deadline), w.settleCtx.Err() != nil:
 			w.log.Warn("delayq: nack failed; the job will be delivered again after its TTR", "topic", f.topic, "id", f.lease.ID, "err", nerr)

@@ -11,7 +11,7 @@ import (
 	"github.com/delayq/delayq/internal/redistest"
 )
 
-// Scenario 15: every connection between the agents and Redis drops, and new ones are refused
+// Scenario 14: every connection between the agents and Redis drops, and new ones are refused
 // for 2 s, under load (a proxy between them; Redis itself runs on). Script calls whose replies
 // are lost are answered again by their records; acks that fail are retried. Nothing is lost,
 // no job goes dead (none may be retried) and no job is handed out twice.
@@ -40,7 +40,7 @@ func TestConnectionOutage(t *testing.T) {
 	}))
 }
 
-// Scenario 16: HTTP consumers hang up on every third reserve at about the moment the server
+// Scenario 15: HTTP consumers hang up on every third reserve at about the moment the server
 // answers it. Jobs the server leased for a client that left go back at once, their attempt not
 // counted: none of them goes dead (none may be retried), none is lost, and none waits out its
 // TTR.

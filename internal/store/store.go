@@ -227,8 +227,15 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 }
 
 func enqueueArgs(jobs []NewJob) []any {
-	args := make([]any, 0, 1+5*len(jobs))
-	args = append(args, len(jobs))
+	args := make([]any, 0, 2+5*len(jobs))
+	lanes := make([]byte, len(jobs))
+	for i, j := range jobs {
+		lanes[i] = '0'
+		if j.Callback != "" {
+			lanes[i] = '1'
+		}
+	}
+	args = append(args, len(jobs), string(lanes))
 	for _, j := range jobs {
 		delay, at := strconv.FormatInt(j.DelayMs, 10), ""
 		if j.RunAtMs != 0 {

@@ -217,18 +217,15 @@ type warnHandler struct {
 func (h *warnHandler) Enabled(ctx context.Context, l slog.Level) bool { return h.next.Enabled(ctx, l) }
 
 func (h *warnHandler) Handle(ctx context.Context, r slog.Record) error {
-	// The handler acks each job itself to learn the outcome, so the Worker's own ack that
-	// follows is always refused: that warning says nothing.
-	if h.armed.Load() && r.Level >= slog.LevelWarn && r.Message != "delayq: ack failed" {
+	// The handler acks each job itself to learn the outcome; the Worker's own ack that follows
+	// repeats it with the same lease, which answers as the first did and logs nothing.
+	if h.armed.Load() && r.Level >= slog.LevelWarn {
 		text := r.Message
 		r.Attrs(func(a slog.Attr) bool {
 			text += " " + a.String()
 			return true
 		})
 		h.log.Write(faults.Event{Kind: faults.Warn, Err: text})
-	}
-	if r.Message == "delayq: ack failed" {
-		return nil
 	}
 	return h.next.Handle(ctx, r)
 }

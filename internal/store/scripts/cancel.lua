@@ -2,7 +2,7 @@
 -- KEYS: see lib.lua. ARGV[3] id.
 -- Returns 1 when the job existed, 0 when there was none.
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local id = ARGV[3]
 if redis.call('HDEL', JOBS, id) == 0 then return 0 end

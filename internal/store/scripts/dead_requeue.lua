@@ -2,7 +2,7 @@
 -- KEYS: see lib.lua. ARGV[3] 'all' or 'ids'; ARGV[4] limit (for 'all'); ARGV[5..] ids (for 'ids').
 -- Returns the number requeued.
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local ids
 if ARGV[3] == 'all' then

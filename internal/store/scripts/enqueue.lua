@@ -1,6 +1,7 @@
 -- enqueue.lua: add jobs to one partition; each job succeeds or fails alone.
 -- KEYS: see lib.lua.
--- ARGV[3] job count n; then n groups of 5 values:
+-- ARGV[3] job count n; ARGV[4] the jobs' lanes, a character each: '1' push (a callback URL),
+-- '0' pull; then n groups of 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
 -- Returns: {now, status_1, run_at_1, ..., status_n, run_at_n}; status 1 = added, 0 = the id exists.
@@ -8,6 +9,7 @@
 -- one ZADD. The call records its time and the positions of the jobs that existed, from which a
 -- replay rebuilds the same answer.
 local n = tonumber(ARGV[3])
+local LANES = ARGV[4]
 
 local function due_at(now, a)
   if ARGV[a + 1] ~= '' then return now + tonumber(ARGV[a + 1]) end
@@ -15,7 +17,7 @@ local function due_at(now, a)
 end
 
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then
   local rec = {cmsgpack.unpack(r)}
   local now, existed = rec[1], {}
@@ -27,7 +29,7 @@ if r then
       out[#out + 1] = 0
     else
       out[#out + 1] = 1
-      out[#out + 1] = due_at(now, 4 + i * 5)
+      out[#out + 1] = due_at(now, 5 + i * 5)
     end
   end
   return out
@@ -39,7 +41,7 @@ local soonest = {}
 local scheduled = {}
 local existed = {}
 for i = 0, n - 1 do
-  local a = 4 + i * 5
+  local a = 5 + i * 5
   local id = ARGV[a]
   local t = due_at(NOW, a)
   local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
@@ -47,8 +49,7 @@ for i = 0, n - 1 do
     scheduled[#scheduled + 1] = t
     scheduled[#scheduled + 1] = id
     local lane = 'pull'
-    local _, _, callback = cmsgpack.unpack_limit(ARGV[a + 3], 2)
-    if callback then lane = 'push' end
+    if string.byte(LANES, i + 1) == 49 then lane = 'push' end
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
     out[#out + 1] = 1
     out[#out + 1] = t

@@ -76,10 +76,8 @@ local function record(...)
   end
 end
 
--- abandoned is the error a replay of an abandoned call answers; nobody reads it.
-local function abandoned()
-  return redis.error_reply('ABANDONED this call was abandoned before it ran')
-end
+-- ABANDONED is the error a replay of an abandoned call answers; nobody reads it.
+local ABANDONED = 'ABANDONED this call was abandoned before it ran'
 
 -- bulk runs cmd on key with the values of list, 2000 at a time: unpack takes a few thousand
 -- values at most. Pairs (score and member, field and value) stay together.

@@ -4,7 +4,7 @@
 -- step); ARGV[7] '1' to send it to the dead letters.
 -- Returns 1 when it will be retried, 2 when it went dead, 0 when the lease is not current.
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local id = ARGV[3]
 if not owned(id, ARGV[4]) then return 0 end

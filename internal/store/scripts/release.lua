@@ -4,7 +4,7 @@
 -- ARGV[3] id; ARGV[4] lease.
 -- Returns 1 when released, 0 when the lease is not current.
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local id = ARGV[3]
 if not owned(id, ARGV[4]) then return 0 end

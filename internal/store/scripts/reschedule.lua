@@ -2,7 +2,7 @@
 -- KEYS: see lib.lua. ARGV[3] id; ARGV[4] 'delay' or 'at'; ARGV[5] ms.
 -- Returns {1, job} when moved, {0} when the job is reserved or dead, {-1} when there is none.
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local id = ARGV[3]
 local j = load_job(id)

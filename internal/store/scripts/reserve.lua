@@ -29,7 +29,7 @@ local function leased(out, ids)
 end
 
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then
   local rec = {cmsgpack.unpack(r)}
   return leased({rec[1], rec[2], rec[3]}, rec[4])

@@ -2,7 +2,7 @@
 -- KEYS: see lib.lua. ARGV[3] id; ARGV[4] lease; ARGV[5] ttr in ms (0: the job's).
 -- Returns the new lease deadline (Unix ms), or 0 when the lease is not current.
 local r = recorded()
-if r == '' then return abandoned() end
+if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local id = ARGV[3]
 if not owned(id, ARGV[4]) then return 0 end
