@@ -7,29 +7,31 @@
 -- Returns: {now, status_1, run_at_1, ..., status_n, run_at_n}; status 1 = added, 0 = the id exists.
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
 -- one ZADD. The call records its time and the positions of the jobs that existed, from which a
--- replay rebuilds the same answer.
+-- second run of the call, which finds its first job stored, rebuilds the same answer; a first
+-- run does not read the record.
 local n = tonumber(ARGV[3])
 local LANES = ARGV[4]
 
-local function due_at(now, a)
-  if ARGV[a + 1] ~= '' then return now + tonumber(ARGV[a + 1]) end
-  return tonumber(ARGV[a + 2])
-end
-
-local r = recorded()
-if r == '' then return redis.error_reply(ABANDONED) end
-if r then
+-- replay answers a second run of this call, which finds its jobs stored: from the record of the
+-- first run, or nil when there is none (the jobs existed before this call).
+local function replay()
+  local r = recorded()
+  if not r or r == '' then return nil end
   local rec = {cmsgpack.unpack(r)}
   local now, existed = rec[1], {}
   for _, i in ipairs(rec[2]) do existed[i] = true end
   local out = {now}
   for i = 0, n - 1 do
+    local a = 5 + i * 5
     if existed[i] then
       out[#out + 1] = 0
       out[#out + 1] = 0
+    elseif ARGV[a + 1] ~= '' then
+      out[#out + 1] = 1
+      out[#out + 1] = now + tonumber(ARGV[a + 1])
     else
       out[#out + 1] = 1
-      out[#out + 1] = due_at(now, 5 + i * 5)
+      out[#out + 1] = tonumber(ARGV[a + 2])
     end
   end
   return out
@@ -43,7 +45,8 @@ local existed = {}
 for i = 0, n - 1 do
   local a = 5 + i * 5
   local id = ARGV[a]
-  local t = due_at(NOW, a)
+  local t
+  if ARGV[a + 1] ~= '' then t = NOW + tonumber(ARGV[a + 1]) else t = tonumber(ARGV[a + 2]) end
   local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
   if redis.call('HSETNX', JOBS, id, rec) == 1 then
     scheduled[#scheduled + 1] = t
@@ -54,6 +57,12 @@ for i = 0, n - 1 do
     out[#out + 1] = 1
     out[#out + 1] = t
   else
+    -- A job that exists: either it did before this call, or this is a second run of a call
+    -- that stored it (then it stored every job before this one too, and this is the first).
+    if #scheduled == 0 and #existed == 0 then
+      local again = replay()
+      if again then return again end
+    end
     existed[#existed + 1] = i
     out[#out + 1] = 0
     out[#out + 1] = 0
