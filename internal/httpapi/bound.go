@@ -10,22 +10,7 @@ import "context"
 // while f runs on until those timeouts end it; its outcome is then unknown to the caller, as
 // with any request that times out.
 func bounded[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := f(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
+	return boundedOrUndo(ctx, f, func(T) {})
 }
 
 // boundedOrUndo is bounded for calls whose result must not be dropped: when ctx ends first,
