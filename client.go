@@ -211,6 +211,7 @@ func (c *Client) Close() error {
 	c.closed = true
 	close(c.stop)
 	c.mu.Unlock()
+	c.notices.close()
 	c.wg.Wait()
 	return nil
 }

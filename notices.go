@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,19 +11,20 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/shardsub"
 	"github.com/delayq/delayq/internal/store"
 )
 
 // notices turns the partitions' shard pub/sub messages into wake-ups of the topic states that
-// wait on them. A Client holds one subscription for every topic and lane — one connection —
-// except on a Cluster, where each channel lives on its own shard and so gets a subscription of
-// its own.
+// wait on them. A Client holds one subscription for every topic and lane — one connection — and
+// on a Cluster one connection per shard (internal/shardsub), whatever the number of channels.
 type notices struct {
 	c *Client
 
 	mu      sync.Mutex
-	targets map[string][]target // channel → the states and partitions it wakes
-	shared  *redis.PubSub       // the one subscription, when not on a Cluster
+	targets map[string][]target  // channel → the states and partitions it wakes
+	shared  *redis.PubSub        // the one subscription, when not on a Cluster
+	shards  *shardsub.Subscriber // the subscriptions on a Cluster, one per shard
 }
 
 // target is one partition of one topic state, or with p = -1 a topic state waiting for its
@@ -89,11 +91,20 @@ func (c *Client) subscribe(channels []string, targets []target) {
 	if len(fresh) == 0 {
 		return
 	}
-	if _, cluster := c.store.Client().(*redis.ClusterClient); cluster {
-		for _, ch := range fresh {
-			c.wg.Add(1)
-			go h.receive(c.store.Client().SSubscribe(context.Background(), ch))
+	if cc, cluster := c.store.Client().(*redis.ClusterClient); cluster {
+		if h.shards == nil {
+			h.shards = shardsub.New(cc, c.log, h.onShardEvent)
 		}
+		// Subscribe waits for the subscriptions; they stay wanted, and are retried, if it fails.
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := h.shards.Subscribe(ctx, fresh...); err != nil && !errors.Is(err, shardsub.ErrClosed) {
+				c.log.Warn("delayq: subscribing to wake-up notices; until then the periodic recheck covers them", "err", err)
+			}
+		}()
 		return
 	}
 	if h.shared == nil {
@@ -122,6 +133,48 @@ func (c *Client) listenForTopics(t *topicState) {
 	t.awaiting = true
 	t.mu.Unlock()
 	c.subscribe([]string{keys.NewTopics(c.cfg.Namespace)}, []target{{t, -1}})
+}
+
+// onShardEvent takes an event of the Cluster's subscriptions.
+func (h *notices) onShardEvent(e shardsub.Event) {
+	switch e.Kind {
+	case shardsub.Subscribed:
+		// (Re)subscribed: anything published before now went unheard.
+		for _, tg := range h.targetsOf(e.Channel) {
+			tg.wake()
+		}
+	case shardsub.Message:
+		h.deliver(e.Channel, e.Payload)
+	}
+}
+
+// deliver passes a message on channel to the states it wakes.
+func (h *notices) deliver(channel, payload string) {
+	if channel == keys.NewTopics(h.c.cfg.Namespace) {
+		for _, tg := range h.targetsOf(channel) {
+			if tg.t.name == payload {
+				tg.wake()
+			}
+		}
+		return
+	}
+	due, lane, ok := parseNotice(payload)
+	if !ok {
+		return
+	}
+	for _, tg := range h.targetsOf(channel) {
+		tg.t.notice(tg.p, lane, due)
+	}
+}
+
+// close ends the Cluster's subscriptions.
+func (h *notices) close() {
+	h.mu.Lock()
+	shards := h.shards
+	h.mu.Unlock()
+	if shards != nil {
+		_ = shards.Close()
+	}
 }
 
 // receive reads one subscription until the Client closes.
@@ -155,21 +208,7 @@ func (h *notices) receive(ps *redis.PubSub) {
 				tg.wake()
 			}
 		case *redis.Message:
-			if m.Channel == keys.NewTopics(h.c.cfg.Namespace) {
-				for _, tg := range h.targetsOf(m.Channel) {
-					if tg.t.name == m.Payload {
-						tg.wake()
-					}
-				}
-				continue
-			}
-			due, lane, ok := parseNotice(m.Payload)
-			if !ok {
-				continue
-			}
-			for _, tg := range h.targetsOf(m.Channel) {
-				tg.t.notice(tg.p, lane, due)
-			}
+			h.deliver(m.Channel, m.Payload)
 		}
 	}
 }
