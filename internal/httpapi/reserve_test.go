@@ -1,11 +1,18 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq"
 )
 
 // A client that hangs up while its reserve is being served burns nothing: the job is put back
@@ -63,4 +70,94 @@ func TestReserveMaxBytes(t *testing.T) {
 		t.Fatalf("max_bytes 1 leased %d jobs, want 1", len(got))
 	}
 	e.call("POST", "/v1/topics/big/reserve", map[string]any{"max_bytes": 0}).wantError(t, http.StatusBadRequest, codeInvalid)
+}
+
+// Concurrent reserves over large jobs stay within their byte budgets, and the process allocates
+// in proportion to what they return, not to the backlog: 256 jobs of 64 KiB (16 MiB) wait and 4
+// clients each reserve up to 100 with a 192 KiB budget (two jobs). They allocate less than one
+// copy of the backlog, where reading it whole would allocate several. Not parallel, so that
+// other tests' allocations stay out of the count.
+func TestConcurrentLargeReservesStayWithinTheirBudget(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	big, err := delayq.New(ctx, e.redis.Client(t), delayq.Config{Limits: delayq.Limits{MaxBody: 1 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer big.Close()
+	const jobs, size, budget, clients = 256, 64 << 10, 3 * 64 << 10, 4
+	specs := make([]delayq.Spec, jobs)
+	for i := range specs {
+		specs[i] = delayq.Spec{Body: bytes.Repeat([]byte{'x'}, size)}
+	}
+	if _, err := big.EnqueueBatch(ctx, "large", specs); err != nil {
+		t.Fatal(err)
+	}
+	e.reserve("large", map[string]any{"max": 1, "max_bytes": 1}) // warm up the topic's state
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var wg sync.WaitGroup
+	leased := make([]int, clients)
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/topics/large/reserve",
+				strings.NewReader(fmt.Sprintf(`{"max": 100, "max_bytes": %d}`, budget)))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := e.http.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer resp.Body.Close()
+			n, err := countJobs(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Errorf("reserve: %d %v", resp.StatusCode, err)
+				return
+			}
+			leased[i] = n
+		}()
+	}
+	wg.Wait()
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	for i, n := range leased {
+		if n < 1 || n > budget/size+1 {
+			t.Errorf("client %d leased %d jobs of %d bytes with a %d-byte budget", i, n, size, budget)
+		}
+	}
+	total := 0
+	for _, n := range leased {
+		total += n
+	}
+	t.Logf("%d reserves leased %d jobs of %d KiB and allocated %d MiB", clients, total, size>>10, allocated>>20)
+	if limit := uint64(jobs * size); allocated > limit {
+		t.Fatalf("%d reserves leasing %d KiB allocated %d MiB, more than the backlog (%d MiB)",
+			clients, total*size>>10, allocated>>20, limit>>20)
+	}
+}
+
+// countJobs reads a reserve answer and returns the number of its jobs, counting their "lease"
+// fields as they stream past instead of decoding the answer, which would allocate a copy of it.
+func countJobs(r io.Reader) (int, error) {
+	field := []byte(`"lease":`)
+	n, kept := 0, 0
+	buf := make([]byte, 32<<10)
+	for {
+		k, err := r.Read(buf[kept:])
+		data := buf[:kept+k]
+		n += bytes.Count(data, field)
+		kept = min(len(field)-1, len(data))
+		copy(buf, data[len(data)-kept:])
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
