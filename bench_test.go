@@ -3,7 +3,6 @@ package delayq
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -126,7 +125,7 @@ func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
 			return n
 		}
 	}
-	b.Fatal(fmt.Sprint("no used_memory in INFO memory"))
+	b.Fatal("no used_memory in INFO memory")
 	return 0
 }
 

@@ -46,7 +46,7 @@ func TestEnqueueGetReserveAck(t *testing.T) {
 		t.Fatalf("reserved %+v", got)
 	}
 	deadline := parseTime(t, got.LeaseDeadline)
-	if d := deadline.Sub(time.Now()); d < 3*time.Second || d > 6*time.Second {
+	if d := time.Until(deadline); d < 3*time.Second || d > 6*time.Second {
 		t.Fatalf("lease deadline %v from now, want about the 5s TTR", d)
 	}
 	if g := e.get("orders", "o-1"); g.State != "reserved" || g.Lease != "" || g.LeaseDeadline != got.LeaseDeadline {
@@ -159,7 +159,7 @@ func TestReserveLongPoll(t *testing.T) {
 	if time.Now().Before(parseTime(t, j.RunAt)) {
 		t.Fatalf("delivered before its run_at %s", j.RunAt)
 	}
-	if got.TTRMs != 100 && parseTime(t, got.LeaseDeadline).Sub(time.Now()) > time.Second {
+	if got.TTRMs != 100 && time.Until(parseTime(t, got.LeaseDeadline)) > time.Second {
 		t.Fatalf("the ttr_ms override was not applied: %+v", got)
 	}
 	// An empty body takes the defaults, and an empty topic answers an empty array at once.

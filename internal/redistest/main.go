@@ -30,7 +30,6 @@ type mainTB struct {
 	testing.TB
 	mu       sync.Mutex
 	cleanups []func()
-	dirs     []string
 }
 
 func (tb *mainTB) Helper() {}
