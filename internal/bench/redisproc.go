@@ -2,17 +2,17 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redisproc"
 )
 
 // RedisServer is a temporary redis-server child process on a loopback port, with Redis's
@@ -21,17 +21,16 @@ type RedisServer struct {
 	// Addr is the server's 127.0.0.1:port address.
 	Addr string
 
-	cmd    *exec.Cmd
-	dir    string
-	exited chan struct{}
+	proc *redisproc.Process
+	dir  string
 }
 
 // StartRedis starts redis-server (found on PATH) on a free loopback port and waits until it
 // answers PING. extraArgs are appended to its command line. Stop ends it.
 func StartRedis(ctx context.Context, extraArgs ...string) (*RedisServer, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := redisproc.Binary()
 	if err != nil {
-		return nil, fmt.Errorf("bench: redis-server not found (Debian: apt-get install redis-server): %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
 	var last error
 	for range 5 {
@@ -58,42 +57,28 @@ func startRedis(ctx context.Context, bin string, extraArgs []string) (*RedisServ
 		"--save", "", "--appendonly", "no", "--dir", dir,
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}, extraArgs...)
-	cmd := exec.Command(bin, args...)
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
+	// The kernel kills the server should the benchmark die without stopping it.
+	p, err := redisproc.Start(redisproc.Options{Bin: bin, Args: args, DeathSignal: syscall.SIGKILL})
+	if err != nil {
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("bench: starting redis-server: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
-	s := &RedisServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), cmd: cmd, dir: dir, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		close(s.exited)
-	}()
+	s := &RedisServer{Addr: fmt.Sprintf("127.0.0.1:%d", port), proc: p, dir: dir}
 	rdb := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: time.Second})
 	defer rdb.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err = p.WaitReady(wctx, 10*time.Millisecond, func(ctx context.Context) error {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		err := rdb.Ping(pctx).Err()
-		cancel()
-		if err == nil {
-			return s, nil
-		}
-		select {
-		case <-s.exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
-			os.RemoveAll(dir)
-			return nil, fmt.Errorf("bench: redis-server exited at start: %s", log)
-		case <-ctx.Done():
-			s.Stop()
-			return nil, ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, errors.New("bench: redis-server did not answer PING within 10s")
-		}
+		defer cancel()
+		return rdb.Ping(pctx).Err()
+	})
+	if err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+		s.Stop()
+		return nil, fmt.Errorf("bench: %w; redis.log:\n%s", err, log)
 	}
+	return s, nil
 }
 
 // freePort returns a loopback port that was free a moment ago.
@@ -111,7 +96,6 @@ func (s *RedisServer) URL() string { return "redis://" + s.Addr }
 
 // Stop kills the server and removes its directory.
 func (s *RedisServer) Stop() {
-	_ = s.cmd.Process.Signal(syscall.SIGKILL)
-	<-s.exited
+	_ = s.proc.Kill(time.Minute)
 	os.RemoveAll(s.dir)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redisproc"
 )
 
 // Config configures an embedded redis-server. Zero fields take the defaults.
@@ -106,7 +108,7 @@ type Redis struct {
 	done    chan struct{} // closed when the supervisor has returned
 
 	mu       sync.Mutex
-	proc     *process
+	proc     *redisproc.Process
 	restarts int
 
 	stopOnce sync.Once
@@ -151,12 +153,12 @@ func Start(ctx context.Context, cfg Config) (*Redis, error) {
 		return nil, err
 	}
 	if err := checkVersion(ctx, r.socket); err != nil {
-		_ = p.terminate(ctx, r.cfg.StopTimeout)
+		_ = p.Terminate(ctx, r.cfg.StopTimeout)
 		r.release()
 		return nil, err
 	}
 	r.proc = p
-	r.log.Info("embedded redis-server started", "pid", p.pid(), "socket", r.socket, "dir", dir, "appendfsync", cfg.AppendFsync)
+	r.log.Info("embedded redis-server started", "pid", p.Pid(), "socket", r.socket, "dir", dir, "appendfsync", cfg.AppendFsync)
 	go r.supervise(p)
 	return r, nil
 }
@@ -201,7 +203,7 @@ func (r *Redis) Pid() int {
 	if r.proc == nil {
 		return 0
 	}
-	return r.proc.pid()
+	return r.proc.Pid()
 }
 
 // Restarts returns how many times the supervisor has restarted the server after it died.
@@ -223,8 +225,8 @@ func (r *Redis) Stop(ctx context.Context) error {
 		r.proc = nil
 		r.mu.Unlock()
 		if p != nil {
-			pid := p.pid()
-			r.stopErr = p.terminate(ctx, r.cfg.StopTimeout)
+			pid := p.Pid()
+			r.stopErr = p.Terminate(ctx, r.cfg.StopTimeout)
 			if r.stopErr == nil {
 				r.log.Info("embedded redis-server stopped", "pid", pid)
 			}

@@ -1,6 +1,10 @@
 package embedded
 
-import "time"
+import (
+	"time"
+
+	"github.com/delayq/delayq/internal/redisproc"
+)
 
 // stableUptime is how long a server must run before a crash counts as a fresh one, whose
 // restart waits only MinBackoff again.
@@ -8,20 +12,20 @@ const stableUptime = 30 * time.Second
 
 // supervise waits for the running server to exit and, unless Stop was called, starts it again
 // on the same directory, waiting longer after each restart that fails or dies quickly.
-func (r *Redis) supervise(p *process) {
+func (r *Redis) supervise(p *redisproc.Process) {
 	defer close(r.done)
 	backoff := r.cfg.MinBackoff
 	for {
 		select {
 		case <-r.stopCtx.Done():
 			return
-		case <-p.exited:
+		case <-p.Exited():
 		}
-		if time.Since(p.started) > stableUptime {
+		if time.Since(p.Started()) > stableUptime {
 			backoff = r.cfg.MinBackoff
 		}
 		r.log.Error("embedded redis-server exited unexpectedly; restarting it",
-			"pid", p.pid(), "status", p.waitErr, "uptime", time.Since(p.started).Round(time.Millisecond),
+			"pid", p.Pid(), "status", p.ExitErr(), "uptime", time.Since(p.Started()).Round(time.Millisecond),
 			"log", logTail(r.logPath(), 5), "retry_in", backoff)
 		r.mu.Lock()
 		r.proc = nil
@@ -45,7 +49,7 @@ func (r *Redis) supervise(p *process) {
 		r.proc = p
 		r.restarts++
 		r.mu.Unlock()
-		r.log.Info("embedded redis-server restarted", "pid", p.pid(), "socket", r.socket)
+		r.log.Info("embedded redis-server restarted", "pid", p.Pid(), "socket", r.socket)
 	}
 }
 

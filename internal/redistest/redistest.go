@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redisproc"
 )
 
 const (
@@ -89,13 +91,7 @@ type Server struct {
 	cfg  config
 
 	mu   sync.Mutex
-	proc *proc
-}
-
-// proc is one running redis-server process.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited and been reaped
+	proc *redisproc.Process
 }
 
 // Standalone starts a redis-server on a free loopback port, waits until it
@@ -241,21 +237,14 @@ func (s *Server) startOnce(fresh bool) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(s.bin, args...)
-	cmd.Dir = s.Dir
-	cmd.Stdout = stdio
-	cmd.Stderr = stdio
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		stdio.Close()
-		return fmt.Errorf("start redis-server: %w", err)
+	// Should the test binary die without running its cleanups (a panic, a -timeout), the kernel
+	// kills the server, so that none outlives the test process.
+	p, err := redisproc.Start(redisproc.Options{
+		Bin: s.bin, Args: args, Dir: s.Dir, Output: stdio, DeathSignal: syscall.SIGKILL,
+	})
+	if err != nil {
+		return err
 	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		stdio.Close()
-		close(p.done)
-	}()
 	s.proc = p
 	return s.waitReady(p)
 }
@@ -263,32 +252,22 @@ func (s *Server) startOnce(fresh bool) error {
 // waitReady polls the server until it answers PING and INFO reports our
 // process id (so a server of another test that grabbed the port does not
 // count), the process exits, or startTimeout passes.
-func (s *Server) waitReady(p *proc) error {
-	deadline := time.Now().Add(startTimeout)
-	pid := p.cmd.Process.Pid
-	var lastErr error
-	for {
-		select {
-		case <-p.done:
-			tail := s.logTail()
-			err := fmt.Errorf("redis-server %s exited during start-up (%v); log tail:\n%s", s.Addr, p.cmd.ProcessState, tail)
-			if strings.Contains(tail, "Address already in use") {
-				return fmt.Errorf("%w: %w", errPortInUse, err)
-			}
-			return err
-		default:
+func (s *Server) waitReady(p *redisproc.Process) error {
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	err := p.WaitReady(ctx, pollInterval, func(context.Context) error { return probe(s.Addr, p.Pid()) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, redisproc.ErrExited):
+		tail := s.logTail()
+		err := fmt.Errorf("redis-server %s: %w; log tail:\n%s", s.Addr, err, tail)
+		if strings.Contains(tail, "Address already in use") {
+			return fmt.Errorf("%w: %w", errPortInUse, err)
 		}
-		lastErr = probe(s.Addr, pid)
-		if lastErr == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server %s (pid %d) not ready after %v: %v; log tail:\n%s", s.Addr, pid, startTimeout, lastErr, s.logTail())
-		}
-		select {
-		case <-p.done:
-		case <-time.After(pollInterval):
-		}
+		return err
+	default:
+		return fmt.Errorf("redis-server %s (pid %d) not ready after %v: %w; log tail:\n%s", s.Addr, p.Pid(), startTimeout, err, s.logTail())
 	}
 }
 
@@ -339,13 +318,8 @@ func (s *Server) kill() error {
 	if p == nil {
 		return nil
 	}
-	// SIGKILL also ends a SIGSTOPped process; SIGCONT is belt and braces.
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		return fmt.Errorf("redis-server pid %d did not exit 10s after SIGKILL", p.cmd.Process.Pid)
+	if err := p.Kill(10 * time.Second); err != nil {
+		return err
 	}
 	s.proc = nil
 	return nil
@@ -368,7 +342,7 @@ func (s *Server) Pid() int {
 	if s.proc == nil {
 		return 0
 	}
-	return s.proc.cmd.Process.Pid
+	return s.proc.Pid()
 }
 
 // Kill sends SIGKILL to the server and waits until the process has exited.
@@ -402,10 +376,8 @@ func (s *Server) signal(t testing.TB, sig syscall.Signal, stop bool) {
 	if s.proc == nil {
 		t.Fatalf("redistest: %v %s: server is not running", sig, s.Addr)
 	}
-	pid := s.proc.cmd.Process.Pid
-	if err := s.proc.cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("redistest: %v %s: %v", sig, s.Addr, err)
-	}
+	pid := s.proc.Pid()
+	s.proc.Signal(sig)
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		state, err := procState(pid)
