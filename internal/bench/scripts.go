@@ -17,6 +17,8 @@ type scriptStage struct {
 	// prepare runs before the stage's SLOWLOG is reset, to set up what run needs.
 	prepare func(ctx context.Context) error
 	run     func(ctx context.Context) error
+	// maxOnly reports only the slowest call: most calls of the stage do not do what it times.
+	maxOnly bool
 }
 
 // runScripts times each of delayq's scripts by the server, with SLOWLOG recording every
@@ -33,7 +35,7 @@ func runScripts(ctx context.Context, env *Env, c Contestant) Result {
 		r.na("scripts", "µs", Lower, "times delayq's own scripts")
 		return r
 	}
-	topic := fmt.Sprintf("bench-scripts-%d", env.seq.Add(1))
+	sb := &scriptBench{dc: dc, topic: fmt.Sprintf("bench-scripts-%d", env.seq.Add(1))}
 	calls := env.sizes().scriptCalls
 	restore, err := setConfig(ctx, env.RDB, "slowlog-log-slower-than", "0", "slowlog-max-len", "20000")
 	defer restore()
@@ -41,143 +43,170 @@ func runScripts(ctx context.Context, env *Env, c Contestant) Result {
 		return fail(r, "%v", err)
 	}
 	r.note("SLOWLOG with no threshold times every call on the server; %d calls a stage (batch and promote stages fewer)", calls)
+	shas := map[string]string{} // script → sha
+	for _, s := range sb.stages(calls) {
+		if err := timeStage(ctx, env, s, shas, &r); err != nil {
+			return fail(r, "%v", err)
+		}
+	}
+	return r
+}
 
-	enqueue := func(ctx context.Context, n int, s delayq.Spec) error {
-		for done := 0; done < n; done += 1000 {
-			specs := make([]delayq.Spec, min(1000, n-done))
-			for i := range specs {
-				specs[i] = s
-				specs[i].Body = Body(done + i)
-			}
-			if _, err := dc.EnqueueBatch(ctx, topic, specs); err != nil {
-				return err
-			}
-		}
-		return nil
+// timeStage runs one stage and adds the server's timings of its script to r. The first stage
+// of a script records the script's sha in shas.
+func timeStage(ctx context.Context, env *Env, s scriptStage, shas map[string]string, r *Result) error {
+	if err := s.prepare(ctx); err != nil {
+		return fmt.Errorf("%s: preparing: %w", s.name, err)
 	}
-	var leased []*delayq.Job
-	reserve := func(ctx context.Context, max, times int) error {
-		for range times {
-			jobs, err := dc.Reserve(ctx, topic, delayq.ReserveOptions{Max: max, Wait: time.Second})
-			if err != nil {
-				return err
-			}
-			if len(jobs) == 0 {
-				return fmt.Errorf("reserve found no job")
-			}
-			leased = append(leased, jobs...)
-		}
-		return nil
+	if err := env.RDB.SlowLogReset(ctx).Err(); err != nil {
+		return fmt.Errorf("SLOWLOG RESET: %w", err)
 	}
-	ackAll := func(ctx context.Context) error {
-		for _, j := range leased {
-			if err := dc.Ack(ctx, topic, j.ID, j.Lease); err != nil {
-				return err
-			}
-		}
-		leased = nil
-		return nil
+	st := env.stage(ctx, s.name)
+	if err := s.run(ctx); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
 	}
+	st.end(ctx, r)
+	entries, err := SlowLog(ctx, env.RDB, 20000)
+	if err != nil {
+		return err
+	}
+	sha, ok := shas[s.script]
+	if !ok {
+		sha = commonestSHA(entries)
+		shas[s.script] = sha
+	}
+	var took []time.Duration
+	for _, e := range entries {
+		if len(e.Args) > 1 && strings.HasPrefix(strings.ToLower(e.Args[0]), "eval") && e.Args[1] == sha {
+			took = append(took, e.Duration)
+		}
+	}
+	if len(took) == 0 {
+		return fmt.Errorf("%s: SLOWLOG recorded no call of the script", s.name)
+	}
+	sum := summarize(took, 0)
+	if !s.maxOnly {
+		r.add(s.name+" p50", float64(sum.P50.Microseconds()), "µs", Lower)
+		r.add(s.name+" p99", float64(sum.P99.Microseconds()), "µs", Lower)
+	}
+	r.add(s.name+" max", float64(sum.Max.Microseconds()), "µs", Lower)
+	return nil
+}
+
+// scriptBench makes the calls of the script stages on one topic, keeping the leases it took.
+type scriptBench struct {
+	dc     *delayq.Client
+	topic  string
+	leased []*delayq.Job
+}
+
+// stages returns the stages, each making about calls calls.
+func (sb *scriptBench) stages(calls int) []scriptStage {
 	nothing := func(context.Context) error { return nil }
 	batches := max(2, calls/100)
 	rounds := max(2, calls/400)
-	stages := []scriptStage{
-		{"enqueue, 1 job", "enqueue", nothing, func(ctx context.Context) error {
+	return []scriptStage{
+		{name: "enqueue, 1 job", script: "enqueue", prepare: nothing, run: func(ctx context.Context) error {
 			for i := range calls {
-				if _, err := dc.Enqueue(ctx, topic, delayq.Spec{Body: Body(i), Delay: time.Hour}); err != nil {
+				if _, err := sb.dc.Enqueue(ctx, sb.topic, delayq.Spec{Body: Body(i), Delay: time.Hour}); err != nil {
 					return err
 				}
 			}
 			return nil
 		}},
-		{"enqueue, batch of 1000", "enqueue", nothing, func(ctx context.Context) error {
-			return enqueue(ctx, batches*1000, delayq.Spec{Delay: time.Hour})
+		{name: "enqueue, batch of 1000", script: "enqueue", prepare: nothing, run: func(ctx context.Context) error {
+			return sb.enqueue(ctx, batches*1000, delayq.Spec{Delay: time.Hour})
 		}},
-		{"reserve, 1 job", "reserve", func(ctx context.Context) error {
-			return enqueue(ctx, calls, delayq.Spec{})
-		}, func(ctx context.Context) error { return reserve(ctx, 1, calls) }},
-		{"ack", "ack", nothing, ackAll},
-		{"reserve, 100 jobs", "reserve", func(ctx context.Context) error {
-			return enqueue(ctx, batches*100, delayq.Spec{})
-		}, func(ctx context.Context) error { return reserve(ctx, 100, batches) }},
-		{"nack", "nack", nothing, func(ctx context.Context) error {
-			for _, j := range leased {
-				if _, err := dc.Nack(ctx, topic, j.ID, j.Lease, delayq.NackOptions{Error: "bench"}); err != nil {
-					return err
-				}
-			}
-			leased = nil
-			return nil
-		}},
-		{"reserve, promoting 1000 due jobs", "reserve", nothing, func(ctx context.Context) error {
-			for range rounds {
-				if err := enqueue(ctx, 1000, delayq.Spec{Delay: 200 * time.Millisecond}); err != nil {
-					return err
-				}
-				if err := reserve(ctx, 1, 1); err != nil {
-					return err
-				}
-				if err := ackAll(ctx); err != nil {
-					return err
-				}
-				// Lease the rest so that the next round promotes a full thousand again.
-				for {
-					jobs, err := dc.Reserve(ctx, topic, delayq.ReserveOptions{Max: 1000})
-					if err != nil || len(jobs) == 0 {
-						break
-					}
-					leased = append(leased, jobs...)
-				}
-				if err := ackAll(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		}},
+		{name: "reserve, 1 job", script: "reserve", prepare: func(ctx context.Context) error {
+			return sb.enqueue(ctx, calls, delayq.Spec{})
+		}, run: func(ctx context.Context) error { return sb.reserve(ctx, 1, calls) }},
+		{name: "ack", script: "ack", prepare: nothing, run: sb.ackAll},
+		{name: "reserve, 100 jobs", script: "reserve", prepare: func(ctx context.Context) error {
+			return sb.enqueue(ctx, batches*100, delayq.Spec{})
+		}, run: func(ctx context.Context) error { return sb.reserve(ctx, 100, batches) }},
+		{name: "nack", script: "nack", prepare: nothing, run: sb.nackAll},
+		// Only each round's first due reserve promotes; the rest lease what it promoted.
+		{name: "reserve, promoting 1000 due jobs", script: "reserve", prepare: nothing, maxOnly: true,
+			run: func(ctx context.Context) error { return sb.promoteRounds(ctx, rounds) }},
 	}
-	shas := map[string]string{} // script → sha
-	for _, s := range stages {
-		if err := s.prepare(ctx); err != nil {
-			return fail(r, "%s: preparing: %v", s.name, err)
+}
+
+// enqueue enqueues n copies of s in batches of 1000, each with its own body.
+func (sb *scriptBench) enqueue(ctx context.Context, n int, s delayq.Spec) error {
+	for done := 0; done < n; done += 1000 {
+		specs := make([]delayq.Spec, min(1000, n-done))
+		for i := range specs {
+			specs[i] = s
+			specs[i].Body = Body(done + i)
 		}
-		if err := env.RDB.SlowLogReset(ctx).Err(); err != nil {
-			return fail(r, "SLOWLOG RESET: %v", err)
+		if _, err := sb.dc.EnqueueBatch(ctx, sb.topic, specs); err != nil {
+			return err
 		}
-		st := env.stage(ctx, s.name)
-		if err := s.run(ctx); err != nil {
-			return fail(r, "%s: %v", s.name, err)
-		}
-		st.end(ctx, &r)
-		entries, err := SlowLog(ctx, env.RDB, 20000)
+	}
+	return nil
+}
+
+// reserve makes times reserves of up to max jobs each, every one of which must find a job.
+func (sb *scriptBench) reserve(ctx context.Context, max, times int) error {
+	for range times {
+		jobs, err := sb.dc.Reserve(ctx, sb.topic, delayq.ReserveOptions{Max: max, Wait: time.Second})
 		if err != nil {
-			return fail(r, "%v", err)
+			return err
 		}
-		sha, ok := shas[s.script]
-		if !ok {
-			sha = commonestSHA(entries)
-			shas[s.script] = sha
+		if len(jobs) == 0 {
+			return fmt.Errorf("reserve found no job")
 		}
-		var took []time.Duration
-		for _, e := range entries {
-			if len(e.Args) > 1 && strings.HasPrefix(strings.ToLower(e.Args[0]), "eval") && e.Args[1] == sha {
-				took = append(took, e.Duration)
-			}
-		}
-		if len(took) == 0 {
-			return fail(r, "%s: SLOWLOG recorded no call of the script", s.name)
-		}
-		if s.name == "reserve, promoting 1000 due jobs" {
-			// Only each round's first due reserve promotes; the rest lease what it promoted.
-			sum := summarize(took, 0)
-			r.add(s.name+" max", float64(sum.Max.Microseconds()), "µs", Lower)
-			continue
-		}
-		sum := summarize(took, 0)
-		r.add(s.name+" p50", float64(sum.P50.Microseconds()), "µs", Lower)
-		r.add(s.name+" p99", float64(sum.P99.Microseconds()), "µs", Lower)
-		r.add(s.name+" max", float64(sum.Max.Microseconds()), "µs", Lower)
+		sb.leased = append(sb.leased, jobs...)
 	}
-	return r
+	return nil
+}
+
+func (sb *scriptBench) ackAll(ctx context.Context) error {
+	for _, j := range sb.leased {
+		if err := sb.dc.Ack(ctx, sb.topic, j.ID, j.Lease); err != nil {
+			return err
+		}
+	}
+	sb.leased = nil
+	return nil
+}
+
+func (sb *scriptBench) nackAll(ctx context.Context) error {
+	for _, j := range sb.leased {
+		if _, err := sb.dc.Nack(ctx, sb.topic, j.ID, j.Lease, delayq.NackOptions{Error: "bench"}); err != nil {
+			return err
+		}
+	}
+	sb.leased = nil
+	return nil
+}
+
+// promoteRounds enqueues 1000 jobs due shortly, rounds times, and reserves once they are due:
+// the first reserve of a round promotes all thousand.
+func (sb *scriptBench) promoteRounds(ctx context.Context, rounds int) error {
+	for range rounds {
+		if err := sb.enqueue(ctx, 1000, delayq.Spec{Delay: 200 * time.Millisecond}); err != nil {
+			return err
+		}
+		if err := sb.reserve(ctx, 1, 1); err != nil {
+			return err
+		}
+		if err := sb.ackAll(ctx); err != nil {
+			return err
+		}
+		// Lease the rest so that the next round promotes a full thousand again.
+		for {
+			jobs, err := sb.dc.Reserve(ctx, sb.topic, delayq.ReserveOptions{Max: 1000})
+			if err != nil || len(jobs) == 0 {
+				break
+			}
+			sb.leased = append(sb.leased, jobs...)
+		}
+		if err := sb.ackAll(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // commonestSHA returns the script sha most EVALSHA entries carry.

@@ -164,6 +164,8 @@ func runE2E(ctx context.Context, env *Env, c Contestant) Result {
 	return r
 }
 
+// runBurst makes a backlog due at one instant and measures how soon after it every job is
+// delivered, and the slowest Redis command meanwhile.
 func runBurst(ctx context.Context, env *Env, c Contestant) Result {
 	var r Result
 	n := env.sizes().burst
@@ -176,74 +178,94 @@ func runBurst(ctx context.Context, env *Env, c Contestant) Result {
 	if err != nil {
 		return fail(r, "%v", err)
 	}
-	lead := 2 * time.Second
-	if env.Quick {
-		lead = time.Second
+	b, err := produceBurst(ctx, env, c, n, &r)
+	if err != nil {
+		return fail(r, "%v", err)
 	}
-	var (
-		q   Queue
-		at  time.Time
-		st  *stage
-		fst string
-	)
-	for attempt := 0; ; attempt++ {
-		if q, err = env.open(ctx, c, "burst"); err != nil {
-			return fail(r, "%v", err)
-		}
-		if err := q.Consume(ctx, freeConsumers); err != nil {
-			_ = closeQueue(ctx, q)
-			return fail(r, "consume: %v", err)
-		}
-		p := fill(q, n)
-		p.At = time.Now().Add(lead).Truncate(time.Millisecond)
-		at = p.At
-		fst = fillNote(q)
-		produced, err := q.Produce(ctx, p)
-		if err != nil {
-			_ = closeQueue(ctx, q)
-			return fail(r, "produce: %v", err)
-		}
-		took := produced.End.Sub(produced.Start)
-		if !produced.End.After(at.Add(-100*time.Millisecond)) || attempt == 1 {
-			if produced.End.After(at) {
-				r.note("enqueueing took %v, past the due instant", took.Round(time.Millisecond))
-			}
-			break
-		}
-		// Too slow to store the burst before it is due: try again with time to spare.
-		_ = closeQueue(ctx, q)
-		lead = 2*took + time.Second
-	}
-	defer closeQueue(ctx, q)
-	r.note("%d jobs due at one instant %v after the enqueue began, %d free handlers; %s; SLOWLOG threshold 10 ms", n, lead.Round(time.Millisecond), freeConsumers, fst)
+	defer closeQueue(ctx, b.q)
+	r.note("%d jobs due at one instant %v after the enqueue began, %d free handlers; %s; SLOWLOG threshold 10 ms", n, b.lead.Round(time.Millisecond), freeConsumers, b.fill)
 	if err := env.RDB.SlowLogReset(ctx).Err(); err != nil {
 		return fail(r, "SLOWLOG RESET: %v", err)
 	}
 	if err := env.RDB.Do(ctx, "LATENCY", "RESET").Err(); err != nil {
 		return fail(r, "LATENCY RESET: %v", err)
 	}
-	st = env.stage(ctx, "delivery")
-	actx, cancel := context.WithTimeout(ctx, lead+env.awaitTimeout())
+	st := env.stage(ctx, "delivery")
+	actx, cancel := context.WithTimeout(ctx, b.lead+env.awaitTimeout())
 	defer cancel()
-	aw, err := q.Await(actx, n)
+	aw, err := b.q.Await(actx, n)
 	st.end(ctx, &r)
 	if err != nil {
 		return fail(r, "%v", err)
 	}
 	late := make([]time.Duration, len(aw.Deliveries))
 	for i, d := range aw.Deliveries {
-		late[i] = d.Received.Add(offset).Sub(at)
+		late[i] = d.Received.Add(offset).Sub(b.at)
 	}
 	slices.Sort(late)
 	r.add("first delivered", ms(late[0]), "ms after due", Lower)
 	r.add("all delivered", ms(late[len(late)-1]), "ms after due", Lower)
-	r.add("all acked", ms(aw.Done.Add(offset).Sub(at)), "ms after due", Lower)
+	r.add("all acked", ms(aw.Done.Add(offset).Sub(b.at)), "ms after due", Lower)
 	if late[0] < 0 {
 		r.note("the first delivery came %v before the due instant", (-late[0]).Round(time.Microsecond))
 	}
+	if err := reportSlowCommands(ctx, env, &r); err != nil {
+		return fail(r, "%v", err)
+	}
+	return r
+}
+
+// burst is a backlog stored and due at one instant.
+type burst struct {
+	q    Queue
+	at   time.Time     // the instant
+	lead time.Duration // how long after the enqueue began it is
+	fill string        // how the backlog was enqueued
+}
+
+// produceBurst enqueues n jobs due at one instant, with consumers ready. Should storing them
+// take until past the instant, it tries once more with a longer lead.
+func produceBurst(ctx context.Context, env *Env, c Contestant, n int, r *Result) (burst, error) {
+	lead := 2 * time.Second
+	if env.Quick {
+		lead = time.Second
+	}
+	for attempt := 0; ; attempt++ {
+		q, err := env.open(ctx, c, "burst")
+		if err != nil {
+			return burst{}, err
+		}
+		if err := q.Consume(ctx, freeConsumers); err != nil {
+			_ = closeQueue(ctx, q)
+			return burst{}, fmt.Errorf("consume: %w", err)
+		}
+		p := fill(q, n)
+		p.At = time.Now().Add(lead).Truncate(time.Millisecond)
+		b := burst{q: q, at: p.At, lead: lead, fill: fillNote(q)}
+		produced, err := q.Produce(ctx, p)
+		if err != nil {
+			_ = closeQueue(ctx, q)
+			return burst{}, fmt.Errorf("produce: %w", err)
+		}
+		took := produced.End.Sub(produced.Start)
+		if !produced.End.After(b.at.Add(-100*time.Millisecond)) || attempt == 1 {
+			if produced.End.After(b.at) {
+				r.note("enqueueing took %v, past the due instant", took.Round(time.Millisecond))
+			}
+			return b, nil
+		}
+		// Too slow to store the burst before it is due: try again with time to spare.
+		_ = closeQueue(ctx, q)
+		lead = 2*took + time.Second
+	}
+}
+
+// reportSlowCommands adds the slowest command of the SLOWLOG to r, and notes the LATENCY
+// monitor's events.
+func reportSlowCommands(ctx context.Context, env *Env, r *Result) error {
 	slow, err := SlowLog(ctx, env.RDB, 1024)
 	if err != nil {
-		return fail(r, "%v", err)
+		return err
 	}
 	var slowest SlowEntry
 	for _, e := range slow {
@@ -261,7 +283,7 @@ func runBurst(ctx context.Context, env *Env, c Contestant) Result {
 	} else if err == nil {
 		r.note("LATENCY LATEST: no event over 10 ms")
 	}
-	return r
+	return nil
 }
 
 // describeArgs shows a command's name and first argument (a script's sha), not its data.
