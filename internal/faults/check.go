@@ -114,9 +114,34 @@ type jobFacts struct {
 	deliveries []Event
 }
 
+// ackKey names the ack of one delivery: job id and lease.
+type ackKey [2]string
+
 // Check applies the invariants to the events of every agent and to the jobs Redis still holds
 // after the drain (present: job id to state name, "delayed", "ready", "reserved" or "dead").
 func Check(events []Event, present map[string]string, rules Rules) *Report {
+	jobs, acks := gather(events)
+	for id := range present {
+		if jobs[id] == nil {
+			jobs[id] = &jobFacts{}
+		}
+	}
+	r := &Report{}
+	var late []time.Duration
+	for _, id := range slices.Sorted(maps.Keys(jobs)) {
+		r.checkJob(id, jobs[id], present, acks, rules, &late)
+	}
+	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
+	if n := len(late); n > 0 {
+		r.LateP50 = late[n/2]
+		r.LateP99 = late[min(n-1, n*99/100)]
+		r.LateMax = late[n-1]
+	}
+	return r
+}
+
+// gather sorts the events by job, and the acks by delivery.
+func gather(events []Event) (map[string]*jobFacts, map[ackKey]*ackState) {
 	jobs := map[string]*jobFacts{}
 	facts := func(id string) *jobFacts {
 		f := jobs[id]
@@ -126,9 +151,9 @@ func Check(events []Event, present map[string]string, rules Rules) *Report {
 		}
 		return f
 	}
-	acks := map[[2]string]*ackState{}
+	acks := map[ackKey]*ackState{}
 	ack := func(e Event) *ackState {
-		k := [2]string{e.ID, e.Lease}
+		k := ackKey{e.ID, e.Lease}
 		a := acks[k]
 		if a == nil {
 			a = &ackState{}
@@ -156,68 +181,56 @@ func Check(events []Event, present map[string]string, rules Rules) *Report {
 			ack(e).ok = e.T
 		}
 	}
+	return jobs, acks
+}
 
-	for id := range present {
-		facts(id)
+// checkJob counts one job in r: how it was sent and enqueued, its deliveries, and how it ended.
+func (r *Report) checkJob(id string, f *jobFacts, present map[string]string, acks map[ackKey]*ackState, rules Rules, late *[]time.Duration) {
+	if f.sent {
+		r.Sent++
 	}
-	r := &Report{}
-	var late []time.Duration
-	for _, id := range slices.Sorted(maps.Keys(jobs)) {
-		f := jobs[id]
-		if f.sent {
-			r.Sent++
-		}
-		if f.enqueued != nil {
-			r.Acknowledged++
-		} else if f.sent {
-			r.Unconfirmed++
-		}
-		if f.cancelled != 0 {
-			r.Cancelled++
-		}
-		state, stored := present[id]
-		if stored && !f.sent {
-			r.Phantom++
-			r.example("phantom", id)
-		}
-		if len(f.deliveries) > 0 {
-			r.checkDeliveries(id, f, acks, rules, &late)
-		}
-
-		acked := false // an ack of some delivery succeeded or went out
-		for _, d := range f.deliveries {
-			a := acks[[2]string{id, d.Lease}]
-			if d.Implicit || (a != nil && (a.ok != 0 || a.sent != 0)) {
-				acked = true
-			}
-		}
-		switch {
-		case stored && state == "dead":
-			r.Dead++
-		case stored && rules.MayRemain != nil && rules.MayRemain(id):
-			r.Remaining++
-		case stored:
-			r.Stuck++
-			r.example("stuck", id)
-		case f.cancelled != 0:
-		case acked:
-			r.Finished++
-		case f.enqueued != nil:
-			r.Lost++
-			r.example("lost", id)
+	if f.enqueued != nil {
+		r.Acknowledged++
+	} else if f.sent {
+		r.Unconfirmed++
+	}
+	if f.cancelled != 0 {
+		r.Cancelled++
+	}
+	state, stored := present[id]
+	if stored && !f.sent {
+		r.Phantom++
+		r.example("phantom", id)
+	}
+	if len(f.deliveries) > 0 {
+		r.checkDeliveries(id, f, acks, rules, late)
+	}
+	acked := false // an ack of some delivery succeeded or went out
+	for _, d := range f.deliveries {
+		a := acks[ackKey{id, d.Lease}]
+		if d.Implicit || (a != nil && (a.ok != 0 || a.sent != 0)) {
+			acked = true
 		}
 	}
-	sort.Slice(late, func(i, j int) bool { return late[i] < late[j] })
-	if n := len(late); n > 0 {
-		r.LateP50 = late[n/2]
-		r.LateP99 = late[min(n-1, n*99/100)]
-		r.LateMax = late[n-1]
+	switch {
+	case stored && state == "dead":
+		r.Dead++
+	case stored && rules.MayRemain != nil && rules.MayRemain(id):
+		r.Remaining++
+	case stored:
+		r.Stuck++
+		r.example("stuck", id)
+	case f.cancelled != 0:
+	case acked:
+		r.Finished++
+	case f.enqueued != nil:
+		r.Lost++
+		r.example("lost", id)
 	}
-	return r
 }
 
 // checkDeliveries applies the per-delivery invariants to one job.
-func (r *Report) checkDeliveries(id string, f *jobFacts, acks map[[2]string]*ackState, rules Rules, late *[]time.Duration) {
+func (r *Report) checkDeliveries(id string, f *jobFacts, acks map[ackKey]*ackState, rules Rules, late *[]time.Duration) {
 	r.Delivered++
 	r.Deliveries += len(f.deliveries)
 	if !f.sent {
@@ -244,7 +257,7 @@ func (r *Report) checkDeliveries(id string, f *jobFacts, acks map[[2]string]*ack
 			r.AfterCancel++
 			r.example("deliveries after cancel", id)
 		}
-		a := acks[[2]string{id, d.Lease}]
+		a := acks[ackKey{id, d.Lease}]
 		for _, w := range rules.Faults {
 			if d.Reserved <= w.End && (a == nil || a.ok == 0 || a.ok >= w.Start) {
 				hit = true
