@@ -2,48 +2,41 @@ package delayq
 
 import (
 	"crypto/rand"
-	"encoding/binary"
 	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 )
 
-// idAlphabet is base64 with its characters in ASCII order, so that ids sort as their bits do.
-const idAlphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
-
-// idGen makes 12-character, time-ordered ids: 42 bits of Unix milliseconds, then 30 bits that
-// start at a random value each millisecond and count up within it. Twelve characters keep the
-// id within Redis's smallest string allocation, which matters at millions of jobs. Two
-// processes can still draw the same id in the same millisecond; Enqueue then draws again.
+// idGen makes the ids of jobs enqueued without one: ULIDs (github.com/ulid/spec), 26
+// characters of Crockford base32 — 48 bits of Unix milliseconds, then 80 random bits that count
+// up within a millisecond — so that ids sort as they were made, for ten thousand years, and
+// never start with '-'. Two processes drawing the same id is left to chance (2^-80 per pair in
+// one millisecond); Enqueue then draws again.
 type idGen struct {
-	mu   sync.Mutex
-	ms   int64
-	next uint32
+	mu      sync.Mutex
+	lastMs  uint64
+	entropy *ulid.MonotonicEntropy
 }
 
-var ids idGen
+var ids = idGen{entropy: ulid.Monotonic(rand.Reader, 0)}
 
-func newID() string { return ids.make(time.Now().UnixMilli()) }
+func newID() string { return ids.make(time.Now()) }
 
-func (g *idGen) make(nowMs int64) string {
+// make returns the next id for the time now; a clock that steps back keeps the last time, so
+// that ids never go back either.
+func (g *idGen) make(now time.Time) string {
 	g.mu.Lock()
-	if nowMs > g.ms {
-		g.ms = nowMs
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		g.next = binary.BigEndian.Uint32(b[:]) >> 3 // 29 random bits leave room to count up
+	defer g.mu.Unlock()
+	ms := max(ulid.Timestamp(now), g.lastMs)
+	id, err := ulid.New(ms, g.entropy)
+	if err != nil { // the 80 bits overflowed within one millisecond: take the next one
+		ms++
+		id, err = ulid.New(ms, g.entropy)
+		if err != nil {
+			panic("delayq: making a job id: " + err.Error())
+		}
 	}
-	if g.next >= 1<<30 { // a million ids in one millisecond: borrow the next one
-		g.ms++
-		g.next = 0
-	}
-	v := uint64(g.ms)<<30 | uint64(g.next)
-	g.next++
-	g.mu.Unlock()
-
-	var out [12]byte
-	for i := 11; i >= 0; i-- {
-		out[i] = idAlphabet[v&63]
-		v >>= 6
-	}
-	return string(out[:])
+	g.lastMs = ms
+	return id.String()
 }
