@@ -74,7 +74,7 @@ and exits 0.`),
 	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
 	f.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	f.IntVar(&cfg.partitions, "partitions", 4, "partitions of each new topic; each has its own hash tag, so a Redis Cluster spreads a topic over its shards")
+	f.IntVar(&cfg.partitions, "partitions", 0, "partitions of each new topic; each has its own hash tag, so a Redis Cluster spreads a topic over its shards (0: 16 on a Cluster, 1 on standalone and Sentinel)")
 	f.IntVar(&cfg.webhookConcurrency, "webhook-concurrency", 16, "webhook deliveries in flight at once")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests and webhook deliveries in flight")
 	f.DurationVar(&cfg.requestTimeout, "request-timeout", 5*time.Second, "bound on each store call of a request, beyond a reserve's wait")
@@ -142,8 +142,8 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 	if err := o.level.UnmarshalText([]byte(c.logLevel)); err != nil {
 		fail("--log-level %q: want debug, info, warn or error", c.logLevel)
 	}
-	if c.partitions < 1 || c.partitions > 1024 {
-		fail("--partitions %d: want 1 to 1024", c.partitions)
+	if c.partitions < 0 || c.partitions > 1024 {
+		fail("--partitions %d: want 1 to 1024, or 0 for the default", c.partitions)
 	}
 	if c.webhookConcurrency < 1 {
 		fail("--webhook-concurrency %d: want at least 1", c.webhookConcurrency)

@@ -87,6 +87,11 @@ func TestExternalRedis(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Errorf("no ext:* keys in database 2: %v, %v", keys, err)
 	}
+	// The server's default is the library's: one partition on a standalone Redis, so that
+	// priority order is exact.
+	if n, err := rdb.HGet(context.Background(), "ext:topics", "orders").Result(); err != nil || n != "1" {
+		t.Errorf("a new topic has %q partitions (%v), want 1", n, err)
+	}
 }
 
 func TestShutdownEndsLongPolls(t *testing.T) {
@@ -249,7 +254,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"bad cidr", nil, []string{"--webhook-allow-cidr", "localhost"}, `--webhook-allow-cidr: "localhost" is not a CIDR`},
 		{"bad cidr from env", map[string]string{"DELAYQ_WEBHOOK_ALLOW_CIDRS": "10.0.0.0/8,nope"}, nil, `"nope" is not a CIDR`},
 		{"bad log format", nil, []string{"--log-format", "xml"}, "--log-format"},
-		{"bad partitions", nil, []string{"--partitions", "0"}, "--partitions 0"},
+		{"bad partitions", nil, []string{"--partitions", "-1"}, "--partitions -1"},
 		{"bad partitions from env", map[string]string{"DELAYQ_PARTITIONS": "many"}, nil, "environment variable DELAYQ_PARTITIONS"},
 		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
