@@ -62,8 +62,9 @@ type Config struct {
 	Namespace string
 	// Partitions is how many partitions a new topic is split over; each has its own hash tag, so a
 	// Redis Cluster spreads a topic over its shards. A topic keeps the count it was created with.
-	// Priority-then-due-time order is exact within a partition; a reserve visits partitions in
-	// rotation. Defaults to 16 on a Redis Cluster and 1 elsewhere, where more buy nothing.
+	// A reserve over several partitions looks at their heads first and takes the best jobs of
+	// all (see Reserve). Defaults to 16 on a Redis Cluster and 1 elsewhere, where more buy
+	// nothing.
 	Partitions int
 	// Limits bound requests.
 	Limits Limits

@@ -1,8 +1,10 @@
 package delayq
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -31,7 +33,12 @@ type ReserveOptions struct {
 const DefaultReserveBytes = 16 << 20
 
 // Reserve leases up to Max due jobs of topic, highest priority first, then earliest due time,
-// waiting up to Wait for one to become due. Each job comes with a Lease to pass to Ack, Nack,
+// waiting up to Wait for one to become due. On a topic of one partition the order is exact. Over
+// several partitions Reserve first reads every partition's head in one round trip and then
+// leases from those holding the best jobs: the order is exact as the heads stood at that look,
+// and approximate only in that a job that becomes due, or that another consumer takes, between
+// the look and the lease is not accounted for (the call may then return fewer jobs, or the next
+// ones of the partitions it chose). Each job comes with a Lease to pass to Ack, Nack,
 // Touch or Release, and counts one more attempt. It returns no jobs and no error when none came
 // due in time. When ctx ends while jobs are being leased, they are put back at once, their
 // attempt not counted, and Reserve returns ctx's error: a job is never leased to nobody.
@@ -199,23 +206,34 @@ type partitionCall struct {
 }
 
 // reserveDue asks each partition that may have something due (every one when a.all is set),
-// until a.max jobs are leased. It acks a.acks along the way: each partition's with its reserve
-// call, and those of partitions it did not ask in a round trip of their own.
+// until a.max jobs are leased. Over several partitions it first looks at their heads and asks
+// only those holding the best a.max jobs of all, best first, so that the jobs come in priority,
+// then due-time order across partitions as they stood at the look. It acks a.acks along the
+// way: each partition's with its reserve call, and those of partitions it did not ask in a
+// round trip of their own.
 //
 // A call whose answer is lost is sent again unchanged, which answers with the jobs the first
 // run leased; when that fails too, or ctx ends, the call is abandoned: what it leased is put
 // back, and its acks count as not sent.
 func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, a reserveAsk) (reservation, error) {
 	parts, seen := t.due(time.Now(), a.all)
+	var take []int // how many to take from each of parts; nil: as many as are still wanted
+	var failed error
+	if len(parts) > 1 {
+		parts, seen, take, failed = c.bestPartitions(ctx, t, lane, parts, seen, a.max)
+	}
 	riders := newRidingAcks(a.acks)
 	var r reservation
-	var failed error
 	budget := a.maxBytes
 	for i, p := range parts {
 		part := c.store.Partition(t.name, p)
+		max := a.max - len(r.jobs)
+		if take != nil {
+			max = min(max, take[i])
+		}
 		rc := store.ReserveCall{
 			Call: store.NewCallID(), Secret: newLeasePrefix(), Lane: lane,
-			Max: a.max - len(r.jobs), MaxBytes: budget, Bulk: c.cfg.BulkLimit,
+			Max: max, MaxBytes: budget, Bulk: c.cfg.BulkLimit,
 			TTRMs: a.ttr.Milliseconds(), Acks: riders.take(part),
 		}
 		res, err := c.reserveOnce(ctx, part, rc)
@@ -238,6 +256,9 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 			break
 		}
 	}
+	if take != nil {
+		sortByPriority(r.jobs)
+	}
 	if rest := riders.rest(); len(rest) > 0 {
 		riders.settleRest(c.flushAcks(ctx, rest))
 	}
@@ -246,6 +267,65 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 		return r, nil
 	}
 	return r, failed
+}
+
+// bestPartitions looks at the heads of parts (one round trip) and returns those holding the
+// best max jobs of them all, best first, with their notice counts and how many jobs to take
+// from each. What it saw of the others it records in t; a partition it could not look at is
+// rechecked later, and err is the last such failure.
+func (c *Client) bestPartitions(ctx context.Context, t *topicState, lane store.Lane, parts []int, seen []uint64, max int) (best []int, bestSeen []uint64, take []int, err error) {
+	ps := make([]keys.Partition, len(parts))
+	for i, p := range parts {
+		ps[i] = c.store.Partition(t.name, p)
+	}
+	at := time.Now()
+	peeked := c.store.Peek(ctx, ps, lane, max, c.cfg.BulkLimit)
+	type head struct {
+		score float64
+		i     int // into parts
+	}
+	var heads []head
+	for i, pk := range peeked {
+		if pk.Err != nil {
+			t.recheck([]int{parts[i]})
+			err = pk.Err
+			continue
+		}
+		for _, s := range pk.Scores {
+			heads = append(heads, head{s, i})
+		}
+	}
+	slices.SortStableFunc(heads, func(a, b head) int { return cmp.Compare(a.score, b.score) })
+	count := make([]int, len(parts))
+	for _, h := range heads[:min(len(heads), max)] {
+		if count[h.i] == 0 {
+			best, bestSeen = append(best, parts[h.i]), append(bestSeen, seen[h.i])
+		}
+		count[h.i]++
+	}
+	for _, p := range best {
+		take = append(take, count[slices.Index(parts, p)])
+	}
+	for i, pk := range peeked {
+		if pk.Err == nil && count[i] == 0 {
+			t.learn(parts[i], seen[i], at, pk.NowMs, pk.NextMs)
+		}
+	}
+	if take == nil {
+		take = []int{}
+	}
+	return best, bestSeen, take, err
+}
+
+// sortByPriority puts jobs from several partitions in the order one partition hands them out:
+// highest priority first, then earliest due time.
+func sortByPriority(jobs []*Job) {
+	slices.SortStableFunc(jobs, func(a, b *Job) int {
+		if a.Priority != b.Priority {
+			return cmp.Compare(b.Priority, a.Priority)
+		}
+		return a.RunAt.Compare(b.RunAt)
+	})
 }
 
 // reserveOnce runs one reserve call. When its answer is lost it sends the same call again (at

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -175,4 +176,46 @@ func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string)
 		return ErrLeaseLost
 	}
 	return nil
+}
+
+// Peeked is what a look at one partition's lane found.
+type Peeked struct {
+	NowMs  int64
+	NextMs int64     // as Reserved's
+	Scores []float64 // the ready scores of its first jobs, best (lowest) first
+	Err    error     // the partition's call failed; the other fields are zero
+}
+
+// Peek reads the ready scores of up to n first jobs of lane in each partition, in one round
+// trip, after failing expired leases and promoting due jobs (at most bulk of each) as a reserve
+// would: a reserve over several partitions compares them to take the best jobs of all.
+func (s *Store) Peek(ctx context.Context, parts []keys.Partition, lane Lane, n, bulk int) []Peeked {
+	cmds, errs := s.pipelined(ctx, peekScript, len(parts), func(i int) script {
+		return read(parts[i], string(lane), n, bulk)
+	})
+	out := make([]Peeked, len(parts))
+	for i, cmd := range cmds {
+		if errs[i] != nil {
+			out[i].Err = fmt.Errorf("delayq: looking at a partition: %w", errs[i])
+			continue
+		}
+		vals, err := cmd.Slice()
+		if err == nil && len(vals) < 2 {
+			err = errors.New("short reply")
+		}
+		if err != nil {
+			out[i].Err = fmt.Errorf("delayq: looking at a partition: %w", err)
+			continue
+		}
+		out[i].NowMs, out[i].NextMs = toInt(vals[0]), toInt(vals[1])
+		for _, v := range vals[2:] {
+			f, err := strconv.ParseFloat(toString(v), 64)
+			if err != nil {
+				out[i].Err = fmt.Errorf("delayq: looking at a partition: score %q: %w", toString(v), err)
+				break
+			}
+			out[i].Scores = append(out[i].Scores, f)
+		}
+	}
+	return out
 }

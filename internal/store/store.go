@@ -27,6 +27,7 @@ var (
 var (
 	enqueueScript     = loadScript("enqueue")
 	reserveScript     = loadScript("reserve")
+	peekScript        = loadScript("peek")
 	ackScript         = loadScript("ack")
 	abandonScript     = loadScript("abandon")
 	nackScript        = loadScript("nack")
