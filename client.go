@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -252,7 +253,7 @@ func (c *Client) checkServer(ctx context.Context) error {
 }
 
 // partitions returns a topic's partition count, registering the topic when create is true, and
-// ErrNotFound for an unknown topic otherwise.
+// a NotFoundError for an unknown topic otherwise.
 func (c *Client) partitions(ctx context.Context, topic string, create bool) (int, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return 0, err
@@ -267,6 +268,9 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 		n, err = c.store.RegisterTopic(ctx, topic, c.cfg.Partitions)
 	} else {
 		n, err = c.store.TopicPartitions(ctx, topic)
+		if errors.Is(err, store.ErrNotFound) {
+			return 0, &NotFoundError{Topic: topic}
+		}
 	}
 	if err != nil {
 		return 0, err

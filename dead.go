@@ -3,6 +3,7 @@ package delayq
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -16,6 +17,9 @@ func (c *Client) DeadJobs(ctx context.Context, topic string, limit int, cursor s
 		return nil, "", invalid("limit", "%d is outside 1 to %d", limit, c.cfg.Limits.MaxReserve)
 	}
 	n, err := c.partitions(ctx, topic, false)
+	if errors.Is(err, ErrNotFound) {
+		return nil, "", nil // a topic nobody produced to has no dead jobs
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -91,6 +95,9 @@ func (c *Client) eachDead(ctx context.Context, topic string, ids []string, op de
 		return 0, invalid("ids", "at most %d, got %d", c.cfg.Limits.MaxBatch, len(ids))
 	}
 	n, err := c.partitions(ctx, topic, false)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil // a topic nobody produced to has no dead jobs
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -24,6 +24,34 @@ var (
 	ErrClosed = errors.New("delayq: closed")
 )
 
+// NotFoundError says which topic, or which job of a topic, does not exist. It matches
+// ErrNotFound.
+type NotFoundError struct {
+	Topic string
+	ID    string // "" when the topic itself does not exist
+}
+
+func (e *NotFoundError) Error() string { return "delayq: " + e.Message() }
+
+// Message is the error without the package's prefix, for an API's error body.
+func (e *NotFoundError) Message() string {
+	if e.ID == "" {
+		return fmt.Sprintf("topic %q not found", e.Topic)
+	}
+	return fmt.Sprintf("job %q not found in topic %q", e.ID, e.Topic)
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// jobNotFound names job id of topic in a not-found error; other errors pass unchanged.
+func jobNotFound(err error, topic, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return &NotFoundError{Topic: topic, ID: id}
+	}
+	return err
+}
+
 // InvalidError says which field of a request is wrong and why. It matches ErrInvalid.
 type InvalidError struct {
 	Field  string

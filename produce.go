@@ -138,11 +138,11 @@ func newJob(topic string, j store.NewJob, nowMs, runAtMs int64) *Job {
 func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
-		return nil, err
+		return nil, jobNotFound(err, topic, id)
 	}
 	r, err := c.store.Get(ctx, p, id)
 	if err != nil {
-		return nil, err
+		return nil, jobNotFound(err, topic, id)
 	}
 	return jobFromRecord(topic, r), nil
 }
@@ -152,9 +152,9 @@ func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
 func (c *Client) Cancel(ctx context.Context, topic, id string) error {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
-		return err
+		return jobNotFound(err, topic, id)
 	}
-	return c.store.Cancel(ctx, p, id)
+	return jobNotFound(c.store.Cancel(ctx, p, id), topic, id)
 }
 
 // Reschedule makes a delayed or ready job due delay after now (by the Redis server's clock).
@@ -178,11 +178,11 @@ func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time
 func (c *Client) reschedule(ctx context.Context, topic, id string, relative bool, ms int64) (*Job, error) {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
-		return nil, err
+		return nil, jobNotFound(err, topic, id)
 	}
 	r, err := c.store.Reschedule(ctx, p, id, relative, ms)
 	if err != nil {
-		return nil, err
+		return nil, jobNotFound(err, topic, id)
 	}
 	return jobFromRecord(topic, r), nil
 }

@@ -183,8 +183,6 @@ var badCases = []badCase{
 	{"get job of unknown topic", "GET", "/v1/topics/fresh/jobs/nope", "-", ``, false, 404, codeNotFound, ""},
 	{"cancel unknown job", "DELETE", "/v1/topics/t/jobs/nope", "-", ``, false, 404, codeNotFound, ""},
 	{"unknown topic", "GET", "/v1/topics/fresh", "-", ``, false, 404, codeNotFound, ""},
-	{"dead of unknown topic", "GET", "/v1/topics/fresh/dead", "-", ``, false, 404, codeNotFound, ""},
-	{"requeue in unknown topic", "POST", "/v1/topics/fresh/dead/requeue", "", `{"all": true}`, false, 404, codeNotFound, ""},
 	{"unknown route", "GET", "/v1/nothing", "-", ``, false, 404, codeNotFound, "no route"},
 	{"unknown route outside v1", "GET", "/favicon.ico", "-", ``, false, 404, codeNotFound, "no route"},
 	{"PUT on jobs", "PUT", "/v1/topics/t/jobs", "", `{}`, false, 405, codeMethodNotAllowed, ""},

@@ -80,6 +80,10 @@ func classify(err error) (body errorBody, internal bool) {
 	if errors.As(err, &ae) {
 		return errorBody{ae.code, ae.msg}, false
 	}
+	var nf *delayq.NotFoundError
+	if errors.As(err, &nf) {
+		return errorBody{codeNotFound, nf.Message()}, false
+	}
 	var inv *delayq.InvalidError
 	if errors.As(err, &inv) {
 		return errorBody{codeInvalid, fmt.Sprintf("invalid %s: %s", inv.Field, inv.Reason)}, false
