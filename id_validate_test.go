@@ -8,8 +8,10 @@ import (
 
 func TestValidateIDDotSegments(t *testing.T) {
 	t.Parallel()
-	if err := ValidateID("/"); !errors.Is(err, ErrInvalid) {
-		t.Errorf(`ValidateID("/") = %v, want ErrInvalid`, err)
+	for _, id := range []string{"/", "batch"} {
+		if err := ValidateID(id); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ValidateID(%q) = %v, want ErrInvalid", id, err)
+		}
 	}
 	for _, id := range []string{".", ".."} {
 		err := ValidateID(id)
@@ -19,7 +21,7 @@ func TestValidateIDDotSegments(t *testing.T) {
 		}
 	}
 	// Dots are fine anywhere else: escaped, these are ordinary path segments.
-	for _, id := range []string{"...", ".a", "a.", "a..b", "./", "../a", "a/..", "a/./b", "%2e%2e"} {
+	for _, id := range []string{"...", ".a", "a.", "a..b", "./", "../a", "a/..", "a/./b", "%2e%2e", "Batch", "batch2"} {
 		if err := ValidateID(id); err != nil {
 			t.Errorf("ValidateID(%q) = %v, want nil", id, err)
 		}

@@ -142,11 +142,14 @@ func ValidateTopic(topic string) error {
 	return nil
 }
 
+// BatchPathSegment is the last segment of the HTTP API's batch enqueue path; it is not a job id.
+const BatchPathSegment = "batch"
+
 // ValidateID reports whether id is a valid job id: 1 to 256 bytes of printable UTF-8 with no
 // white space, other than ".", ".." and "/", which a URL cannot carry as a path segment (HTTP
 // routers and clients resolve the first two as dot-segments, RFC 3986 §5.2.4, and Go's router
-// reads a lone escaped slash as a trailing one), so a job with such an id could never be
-// addressed over HTTP.
+// reads a lone escaped slash as a trailing one), and "batch", whose path is the HTTP API's
+// batch endpoint: a job with such an id could never be addressed over HTTP.
 func ValidateID(id string) error {
 	if id == "" || len(id) > 256 {
 		return invalid("id", "must be 1 to 256 bytes, got %d", len(id))
@@ -156,6 +159,9 @@ func ValidateID(id string) error {
 	}
 	if id == "/" {
 		return invalid("id", `"/" cannot be used: as a URL path segment it reads as a trailing slash, so the job could not be addressed over HTTP`)
+	}
+	if id == BatchPathSegment {
+		return invalid("id", "%q cannot be used: /v1/topics/{topic}/jobs/%s is the HTTP API's batch endpoint, so the job could not be addressed over HTTP", id, id)
 	}
 	if !utf8.ValidString(id) {
 		return invalid("id", "must be UTF-8")

@@ -188,6 +188,12 @@ var badCases = []badCase{
 	{"PUT on jobs", "PUT", "/v1/topics/t/jobs", "", `{}`, false, 405, codeMethodNotAllowed, ""},
 	{"GET on reserve", "GET", "/v1/topics/t/reserve", "-", ``, false, 405, codeMethodNotAllowed, ""},
 	{"POST on healthz", "POST", "/healthz", "", `{}`, false, 405, codeMethodNotAllowed, ""},
+	{"GET on jobs/batch", "GET", "/v1/topics/t/jobs/batch", "-", ``, false, 405, codeMethodNotAllowed, "allowed: POST"},
+	{"DELETE on jobs/batch", "DELETE", "/v1/topics/t/jobs/batch", "-", ``, false, 405, codeMethodNotAllowed, "allowed: POST"},
+	{"PATCH on jobs/batch", "PATCH", "/v1/topics/t/jobs/batch", "", `{"delay_ms": 1}`, false, 405, codeMethodNotAllowed, "allowed: POST"},
+	{"PUT on a job", "PUT", "/v1/topics/t/jobs/j", "", `{}`, false, 405, codeMethodNotAllowed, "DELETE"},
+	{"GET on ack", "GET", "/v1/topics/t/jobs/j/ack", "-", ``, false, 405, codeMethodNotAllowed, "POST"},
+	{"id batch", "POST", "/v1/topics/t/jobs", "", `{"id": "batch"}`, false, 400, codeInvalid, "batch endpoint"},
 }
 
 // seedT fills topic "t" and returns the lease of res1.

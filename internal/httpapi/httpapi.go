@@ -207,6 +207,13 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			msg: "this server needs an API token: Authorization: Bearer <token>"})
 		return
 	}
+	if batchPath(r.URL.Path) && r.Method != http.MethodPost {
+		// The router would read "batch" as a job id, which no job can have.
+		w.Header().Set("Allow", http.MethodPost)
+		a.writeError(w, r, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+			msg: fmt.Sprintf("%s is not allowed on %s; allowed: POST", r.Method, r.URL.Path)})
+		return
+	}
 	h, pattern := a.mux.Handler(r)
 	if pattern != "" {
 		a.mux.ServeHTTP(w, r)
@@ -230,6 +237,16 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(cw.status)
 		_, _ = w.Write(cw.body)
 	}
+}
+
+// batchPath reports whether path is /v1/topics/{topic}/jobs/batch.
+func batchPath(path string) bool {
+	rest, ok := strings.CutPrefix(path, "/v1/topics/")
+	if !ok {
+		return false
+	}
+	topic, tail, ok := strings.Cut(rest, "/")
+	return ok && topic != "" && tail == "jobs/"+delayq.BatchPathSegment
 }
 
 // authorized reports whether r carries one of the tokens. Every token is compared, each in
