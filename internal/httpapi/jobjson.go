@@ -39,8 +39,9 @@ type jobJSON struct {
 	DiedAt        string  `json:"died_at,omitempty"` // an extension
 }
 
-// toJobJSON converts j, leaving out its lease. A JSON body is returned as the JSON text it was given; any other body
-// (or JSON text that is not valid, which only a Go producer could have stored) as base64.
+// toJobJSON converts j, leaving out its lease. A JSON body is returned as the JSON text it was
+// given; any other body (or JSON text that is not valid, which only a Go producer could have
+// stored) as base64; an empty one not at all.
 func toJobJSON(j *delayq.Job) *jobJSON {
 	out := &jobJSON{
 		Topic:       j.Topic,
@@ -55,9 +56,12 @@ func toJobJSON(j *delayq.Job) *jobJSON {
 		CallbackURL: j.CallbackURL,
 		LastError:   j.LastError,
 	}
-	if j.Format == delayq.FormatJSON && len(bytes.TrimSpace(j.Body)) > 0 && json.Valid(j.Body) {
+	switch {
+	case j.Format == delayq.FormatJSON && len(bytes.TrimSpace(j.Body)) > 0 && json.Valid(j.Body):
 		out.Body = json.RawMessage(j.Body)
-	} else {
+	case len(j.Body) == 0:
+		// A job without a payload comes back with neither body nor body_base64.
+	default:
 		b := base64.StdEncoding.EncodeToString(j.Body)
 		out.BodyBase64 = &b
 	}

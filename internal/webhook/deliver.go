@@ -58,9 +58,12 @@ func encodePayload(job *delayq.Job) ([]byte, error) {
 		Attempt: job.Attempts,
 		RunAt:   job.RunAt.UTC().Format(timeFormat),
 	}
-	if job.Format == delayq.FormatJSON && json.Valid(job.Body) {
+	switch {
+	case job.Format == delayq.FormatJSON && json.Valid(job.Body):
 		p.Body = job.Body
-	} else {
+	case len(job.Body) == 0:
+		// A job without a payload is delivered with neither body nor body_base64.
+	default:
 		b64 := base64.StdEncoding.EncodeToString(job.Body)
 		p.BodyBase64 = &b64
 	}

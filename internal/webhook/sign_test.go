@@ -158,8 +158,8 @@ func TestEncodePayload(t *testing.T) {
 			want: map[string]any{"body_base64": "AAH/"},
 		},
 		{
-			name: "empty binary", format: delayq.FormatBinary, body: nil,
-			want: map[string]any{"body_base64": ""},
+			name: "no payload", format: delayq.FormatBinary, body: nil,
+			want: map[string]any{}, // neither body nor body_base64
 		},
 		{
 			name: "json flag on bytes that are not JSON", format: delayq.FormatJSON, body: []byte("{"),
