@@ -69,13 +69,16 @@ func checkContentType(ct string) error {
 }
 
 // decodeStrict decodes data, which must be exactly one JSON object in UTF-8 with no fields
-// that v lacks, into v.
+// that v lacks, no key twice in one object and field names in their exact case, into v.
 func decodeStrict(data []byte, v any) error {
 	if !utf8.Valid(data) {
 		return invalidf("request body", "is not valid UTF-8")
 	}
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return invalidf("request body", "must be a JSON object")
+	}
+	if err := checkKeys(data, v); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
