@@ -243,13 +243,29 @@ func (l *Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 		return j, invalid("priority", "%d is outside ±%d", s.Priority, MaxPriority)
 	}
 	if s.CallbackURL != "" {
-		u, err := url.Parse(s.CallbackURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return j, invalid("callback_url", "%q is not an http or https URL", s.CallbackURL)
-		}
-		if len(s.CallbackURL) > 2048 {
-			return j, invalid("callback_url", "longer than 2048 bytes")
+		if err := ValidateCallbackURL(s.CallbackURL); err != nil {
+			return j, err
 		}
 	}
 	return j, nil
+}
+
+// MaxCallbackURL is the longest callback URL, in bytes.
+const MaxCallbackURL = 2048
+
+// ValidateCallbackURL reports whether raw can be a job's callback URL: an absolute http or https
+// URL of at most MaxCallbackURL bytes, without a user name or password, which would be logged
+// and returned with the job.
+func ValidateCallbackURL(raw string) error {
+	if len(raw) > MaxCallbackURL {
+		return invalid("callback_url", "longer than %d bytes", MaxCallbackURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return invalid("callback_url", "%q is not an http or https URL", raw)
+	}
+	if u.User != nil {
+		return invalid("callback_url", "must not carry a user name or password: it would be logged and returned with the job; authenticate the request by its signature instead")
+	}
+	return nil
 }

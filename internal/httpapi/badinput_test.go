@@ -101,6 +101,8 @@ var badCases = []badCase{
 	{"callback_url relative", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "/hook"}`, true, 400, codeInvalid, "callback_url"},
 	{"callback_url refused by check", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "http://forbidden.example/x"}`, true, 400, codeInvalid, "private address"},
 	{"callback_url too long", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "https://example.com/` + strings.Repeat("p", 2048) + `"}`, true, 400, codeInvalid, "callback_url"},
+	{"callback_url with a password", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "https://user:s3cret@example.com/hook"}`, true, 400, codeInvalid, "user name or password"},
+	{"callback_url with a user", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "https://user@example.com/hook"}`, true, 400, codeInvalid, "user name or password"},
 
 	// Both or neither.
 	{"body and body_base64", "POST", "/v1/topics/fresh/jobs", "", `{"body": 1, "body_base64": "AQ=="}`, false, 400, codeInvalid, "body_base64"},
@@ -262,6 +264,9 @@ func TestBadRequests(t *testing.T) {
 			got := r.wantError(t, c.status, c.code)
 			if !strings.Contains(got.Message, c.msg) {
 				t.Errorf("message %q does not mention %q", got.Message, c.msg)
+			}
+			if strings.Contains(got.Message, "s3cret") {
+				t.Errorf("message %q echoes a password", got.Message)
 			}
 			if c.status == http.StatusMethodNotAllowed && r.header.Get("Allow") == "" {
 				t.Errorf("405 without an Allow header")

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/delayq/delayq"
@@ -29,8 +28,6 @@ type enqueueRequest struct {
 // maxBackoffSteps bounds backoff_ms, as the library does.
 const maxBackoffSteps = 100
 
-// maxCallbackLen bounds callback_url, as the library does.
-const maxCallbackLen = 2048
 
 // callbackChecker vets callback URLs for one request, asking about each URL once.
 type callbackChecker struct {
@@ -145,12 +142,8 @@ func (a *api) checkCallbackURL(ctx context.Context, raw string, cb *callbackChec
 	if a.check == nil {
 		return invalidf("callback_url", "push delivery is disabled on this server: a webhook secret must be configured to accept jobs with a callback_url")
 	}
-	if len(raw) > maxCallbackLen {
-		return invalidf("callback_url", "longer than %d bytes", maxCallbackLen)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return invalidf("callback_url", "%q is not an http or https URL", raw)
+	if err := delayq.ValidateCallbackURL(raw); err != nil {
+		return err
 	}
 	return cb.check(ctx, raw)
 }
