@@ -28,7 +28,6 @@ type enqueueRequest struct {
 // maxBackoffSteps bounds backoff_ms, as the library does.
 const maxBackoffSteps = 100
 
-
 // callbackChecker vets callback URLs for one request, asking about each URL once.
 type callbackChecker struct {
 	a    *api
