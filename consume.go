@@ -249,7 +249,9 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 			r.calls = append(r.calls, partitionCall{part, rc})
 		}
 		for _, rec := range res.Jobs {
-			r.jobs = append(r.jobs, jobFromRecord(t.name, rec))
+			j := jobFromRecord(t.name, rec)
+			j.LeasedAt = time.UnixMilli(res.NowMs).UTC()
+			r.jobs = append(r.jobs, j)
 			budget -= int64(len(rec.Body))
 		}
 		if len(r.jobs) >= a.max || budget <= 0 {

@@ -97,7 +97,24 @@ type Job struct {
 	LastError     string
 	Lease         string    // the lease token, on reserved jobs returned by Reserve
 	LeaseDeadline time.Time // zero unless reserved
-	DiedAt        time.Time // zero unless dead
+	// LeasedAt is when this delivery was leased, by the Redis server's clock: set on the jobs
+	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
+	LeasedAt time.Time
+	DiedAt   time.Time // zero unless dead
+}
+
+// Lateness is how long after it was due this delivery was leased: from the later of RunAt and
+// CreatedAt (a run_at in the past makes a job due when it is enqueued, not before) to
+// LeasedAt, by the Redis server's clock; never negative. It is zero for a job not leased.
+func (j *Job) Lateness() time.Duration {
+	if j.LeasedAt.IsZero() {
+		return 0
+	}
+	due := j.RunAt
+	if j.CreatedAt.After(due) {
+		due = j.CreatedAt
+	}
+	return max(j.LeasedAt.Sub(due), 0)
 }
 
 func jobFromRecord(topic string, r store.Record) *Job {

@@ -76,9 +76,8 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	}
 	if a.m != nil && len(jobs) > 0 {
 		a.m.Delivered.WithLabelValues(topic, "pull").Add(float64(len(jobs)))
-		now := time.Now()
 		for _, j := range jobs {
-			a.m.Lateness.WithLabelValues("pull").Observe(max(now.Sub(j.RunAt), 0).Seconds())
+			a.m.Lateness.WithLabelValues("pull").Observe(j.Lateness().Seconds())
 		}
 	}
 	if r.Context().Err() != nil {

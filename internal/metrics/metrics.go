@@ -17,7 +17,7 @@ type Metrics struct {
 	Dead      *prometheus.CounterVec   // by topic: jobs that went to the dead letters
 	Cancelled *prometheus.CounterVec   // by topic
 	Webhooks  *prometheus.CounterVec   // by topic and outcome (ok, http_error, gone, timeout, refused, error)
-	Lateness  *prometheus.HistogramVec // by mode: delivery time minus due time, seconds
+	Lateness  *prometheus.HistogramVec // by mode: lease time minus due time (Job.Lateness), seconds
 	Duration  *prometheus.HistogramVec // by mode: handler or webhook duration, seconds
 }
 
@@ -37,7 +37,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		Webhooks:  counter("webhook_attempts_total", "Webhook deliveries by outcome.", "topic", "outcome"),
 		Lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "delayq", Name: "delivery_lateness_seconds",
-			Help:    "Delivery time minus due time.",
+			Help:    "From when a job was due (never before it was enqueued) to when Redis leased it, by the Redis server's clock.",
 			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"mode"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{

@@ -147,8 +147,7 @@ func (d *Dispatcher) deliver(ctx context.Context, job *delayq.Job) error {
 	m := d.cfg.Metrics
 	if m != nil {
 		m.Delivered.WithLabelValues(job.Topic, "push").Inc()
-		// By this process's clock against the Redis server's: a skew shows up here.
-		m.Lateness.WithLabelValues("push").Observe(max(0, start.Sub(job.RunAt).Seconds()))
+		m.Lateness.WithLabelValues("push").Observe(job.Lateness().Seconds())
 	}
 	outcome, err := d.post(ctx, job)
 	if outcome == "" {
