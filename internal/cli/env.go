@@ -39,6 +39,7 @@ var envVars = []envVar{
 	{flag: "redis-server", name: "DELAYQ_REDIS_SERVER"},
 	{flag: "redis-appendfsync", name: "DELAYQ_REDIS_APPENDFSYNC"},
 	{flag: "metrics", name: "DELAYQ_METRICS"},
+	{flag: "metrics-public", name: "DELAYQ_METRICS_PUBLIC"},
 	// Client commands.
 	{flag: "server", name: "DELAYQ_SERVER"},
 	{flag: "token", name: "DELAYQ_TOKEN", secret: true},

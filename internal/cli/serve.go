@@ -99,6 +99,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		},
 		Client:         dq,
 		Tokens:         cfg.tokens,
+		MetricsPublic:  cfg.metricsPublic,
 		Metrics:        m,
 		Registry:       reg,
 		CheckCallback:  check,

@@ -33,6 +33,7 @@ type serverConfig struct {
 	redisServer        string
 	appendFsync        string
 	metrics            bool
+	metricsPublic      bool
 }
 
 func newServerCmd(stderr io.Writer) *cobra.Command {
@@ -81,6 +82,7 @@ and exits 0.`),
 	f.StringVar(&cfg.redisServer, "redis-server", "redis-server", "the redis-server executable of the embedded Redis, a path or a name on PATH")
 	f.StringVar(&cfg.appendFsync, "redis-appendfsync", "everysec", "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
+	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd

@@ -8,11 +8,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/metrics"
 )
 
 // topicCollector reads every topic's job counts from the store at scrape time.
 type topicCollector struct {
 	c       *delayq.Client
+	m       *metrics.Metrics // its per-topic series of topics that are gone are dropped; may be nil
 	timeout time.Duration
 	log     *slog.Logger
 
@@ -21,9 +23,10 @@ type topicCollector struct {
 	up     *prometheus.Desc
 }
 
-func newTopicCollector(c *delayq.Client, timeout time.Duration, log *slog.Logger) *topicCollector {
+func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Duration, log *slog.Logger) *topicCollector {
 	return &topicCollector{
 		c:       c,
+		m:       m,
 		timeout: timeout,
 		log:     log,
 		jobs: prometheus.NewDesc("delayq_jobs", "Jobs by topic and state, read from the store at scrape time.",
@@ -53,6 +56,13 @@ func (t *topicCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(t.up, prometheus.GaugeValue, 1)
+	if t.m != nil {
+		live := make(map[string]bool, len(topics))
+		for _, s := range topics {
+			live[s.Name] = true
+		}
+		t.m.ForgetTopics(live)
+	}
 	for _, s := range topics {
 		for _, c := range []struct {
 			state string

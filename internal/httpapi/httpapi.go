@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,9 +36,13 @@ type Config struct {
 	// MaxBatchBytes bounds the size of a batch enqueue request. Defaults to 32 MiB, or the size
 	// of one job request when that is larger, and never more than MaxBatch job requests.
 	MaxBatchBytes int64
-	// Tokens, when non-empty, makes every /v1/ request need "Authorization: Bearer <token>"
-	// with one of them. /, /healthz, /readyz and /metrics never need a token.
+	// Tokens, when non-empty, makes every /v1/ request, and /metrics unless MetricsPublic,
+	// need "Authorization: Bearer <token>" with one of them. /, /healthz and /readyz never
+	// need a token.
 	Tokens []string
+	// MetricsPublic serves /metrics without a token even when Tokens are set, for a scrape on a
+	// private port. Its series name the topics, which are business data.
+	MetricsPublic bool
 	// Metrics counts jobs enqueued, delivered, acked, nacked, retried, dead and cancelled through
 	// the API. Nil counts nothing.
 	Metrics *metrics.Metrics
@@ -66,6 +71,7 @@ type api struct {
 	c          *delayq.Client
 	lim        delayq.Limits
 	tokens     [][sha256.Size]byte
+	public     bool // /metrics needs no token
 	m          *metrics.Metrics
 	reg        *prometheus.Registry
 	check      func(ctx context.Context, rawURL string) error
@@ -100,6 +106,7 @@ func New(cfg Config) (http.Handler, error) {
 		timeout: cfg.RequestTimeout,
 		redis:   cfg.Redis,
 		log:     cfg.Logger,
+		public:  cfg.MetricsPublic,
 	}
 	for i, tok := range cfg.Tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
@@ -116,7 +123,7 @@ func New(cfg Config) (http.Handler, error) {
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
 	}
-	if err := a.reg.Register(newTopicCollector(a.c, a.timeout, a.log)); err != nil {
+	if err := a.reg.Register(newTopicCollector(a.c, a.m, a.timeout, a.log)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the topic collector: %w", err)
 	}
 	a.metricsH = promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{
@@ -189,9 +196,30 @@ func (a *api) wrap(h handlerFunc) http.Handler {
 	})
 }
 
-// ServeHTTP authenticates /v1/ requests, routes them, and answers unknown routes and methods
-// with the API's error body instead of the router's plain text.
+// ServeHTTP counts and times every request by its route, and serves it.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if a.m == nil {
+		a.serve(w, r)
+		return
+	}
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		labels := []string{a.routeOf(r), methodLabel(r.Method), strconv.Itoa(rec.status())}
+		a.m.Requests.WithLabelValues(labels...).Inc()
+		a.m.RequestDuration.WithLabelValues(labels...).Observe(time.Since(start).Seconds())
+	}()
+	a.serve(rec, r)
+}
+
+// needsToken reports whether a request for path needs a token.
+func (a *api) needsToken(path string) bool {
+	return len(a.tokens) > 0 && (strings.HasPrefix(path, "/v1/") || (path == "/metrics" && !a.public))
+}
+
+// serve authenticates requests, routes them, and answers unknown routes and methods with the
+// API's error body instead of the router's plain text.
+func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -201,7 +229,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			a.writeError(w, r, fmt.Errorf("panic: %v", v))
 		}
 	}()
-	if strings.HasPrefix(r.URL.Path, "/v1/") && len(a.tokens) > 0 && !a.authorized(r) {
+	if a.needsToken(r.URL.Path) && !a.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="delayq"`)
 		a.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated,
 			msg: "this server needs an API token: Authorization: Bearer <token>"})
@@ -237,6 +265,59 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(cw.status)
 		_, _ = w.Write(cw.body)
 	}
+}
+
+// routeOf returns the route template r was served by ("/v1/topics/{topic}/jobs/{id}"), or
+// "unmatched": a label of bounded cardinality.
+func (a *api) routeOf(r *http.Request) string {
+	if batchPath(r.URL.Path) {
+		return "/v1/topics/{topic}/jobs/" + delayq.BatchPathSegment
+	}
+	if _, pattern := a.mux.Handler(r); pattern != "" {
+		_, path, _ := strings.Cut(pattern, " ")
+		return strings.TrimSuffix(path, "{$}")
+	}
+	return "unmatched"
+}
+
+// methodLabel bounds the method label to the methods HTTP defines.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) status() int {
+	if s.code == 0 {
+		return http.StatusOK
+	}
+	return s.code
 }
 
 // batchPath reports whether path is /v1/topics/{topic}/jobs/batch.

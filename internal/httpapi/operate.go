@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	_ "embed"
+	"html/template"
 	"net/http"
 	"time"
 
@@ -17,27 +19,48 @@ var openAPIDoc []byte
 // readyTimeout bounds the store check of /readyz.
 const readyTimeout = time.Second
 
-// rootPage is served at / until the dashboard replaces it.
-const rootPage = `<!doctype html>
+// rootPage is served at / until the dashboard replaces it. With tokens set, it links only to
+// what a browser can open without one, and says how to send a token to the rest.
+var rootPage = template.Must(template.New("root").Parse(`<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>delayq</title></head>
 <body>
 <h1>delayq</h1>
 <p>A distributed delay queue on Redis.</p>
+{{if .Auth}}<p>This server needs an API token for <code>/v1/</code>{{if not .PublicMetrics}} and <code>/metrics</code>{{end}}:
+send it in a header, <code>Authorization: Bearer &lt;token&gt;</code>, for example
+<code>curl -H "Authorization: Bearer $DELAYQ_TOKEN" {{.Origin}}/v1/topics</code>.</p>
 <ul>
+{{if .PublicMetrics}}<li><a href="/metrics">Metrics</a></li>
+{{end}}<li><a href="/healthz">Liveness</a></li>
+<li><a href="/readyz">Readiness</a></li>
+</ul>
+{{else}}<ul>
 <li><a href="/v1/openapi.json">HTTP API (OpenAPI 3 document)</a></li>
 <li><a href="/v1/topics">Topics</a></li>
 <li><a href="/metrics">Metrics</a></li>
 <li><a href="/readyz">Readiness</a></li>
 </ul>
-</body>
+{{end}}</body>
 </html>
-`
+`))
 
 // root is GET /.
 func (a *api) root(w http.ResponseWriter, r *http.Request) error {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	var buf bytes.Buffer
+	err := rootPage.Execute(&buf, struct {
+		Auth, PublicMetrics bool
+		Origin              string
+	}{len(a.tokens) > 0, a.public, scheme + "://" + r.Host})
+	if err != nil {
+		return err
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write([]byte(rootPage))
+	_, _ = w.Write(buf.Bytes())
 	return nil
 }
 

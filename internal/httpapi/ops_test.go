@@ -37,7 +37,8 @@ func TestAuth(t *testing.T) {
 		{"scheme in lower case", "GET", "/v1/topics", "bearer s3cret", 200},
 		{"healthz", "GET", "/healthz", "", 200},
 		{"readyz", "GET", "/readyz", "", 200},
-		{"metrics", "GET", "/metrics", "", 200},
+		{"metrics", "GET", "/metrics", "", 401},
+		{"metrics with a token", "GET", "/metrics", "Bearer s3cret", 200},
 		{"root", "GET", "/", "", 200},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -28,14 +29,30 @@ func TestReserveOfAClientThatLeftPutsTheJobBack(t *testing.T) {
 		t.Fatalf("reserve of an empty topic: %v", got)
 	}
 	e.enqueue("gone", map[string]any{"id": "j", "max_retries": 0})
+	// The server tells when it has noticed the client leave: only a hang-up noticed before the
+	// answer is written can be told apart from an answer lost on the way.
+	noticed := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		go func() {
+			<-r.Context().Done()
+			close(noticed)
+		}()
+		e.handler.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
 	e.redis.Stop(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/topics/gone/reserve", strings.NewReader(`{"max": 1}`))
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/topics/gone/reserve", strings.NewReader(`{"max": 1}`))
 	req.Header.Set("Content-Type", "application/json")
-	if resp, err := e.http.Do(req); err == nil {
+	if resp, err := srv.Client().Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatalf("the reserve answered %d while Redis was paused", resp.StatusCode)
+	}
+	select {
+	case <-noticed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not notice the client leave")
 	}
 	e.redis.Cont(t)
 	deadline := time.Now().Add(10 * time.Second)

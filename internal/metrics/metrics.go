@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metrics are the server's counters and histograms. Per-topic gauges are read at scrape time
@@ -19,6 +20,9 @@ type Metrics struct {
 	Webhooks  *prometheus.CounterVec   // by topic and outcome (ok, http_error, gone, timeout, refused, error)
 	Lateness  *prometheus.HistogramVec // by mode: lease time minus due time (Job.Lateness), seconds
 	Duration  *prometheus.HistogramVec // by mode: handler or webhook duration, seconds
+
+	Requests        *prometheus.CounterVec   // HTTP requests by route template, method and status code
+	RequestDuration *prometheus.HistogramVec // by route template, method and status code, seconds
 }
 
 // New creates the metrics and registers them on reg.
@@ -45,8 +49,49 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time from delivery to ack or nack (pull), or of the webhook call (push).",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"mode"}),
+		Requests: counter("http_requests_total", "HTTP requests by route template, method and status code.", "route", "method", "code"),
+		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "delayq", Name: "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request (a reserve's long-poll wait included), by route template, method and status code.",
+			Buckets: []float64{.0005, .001, .002, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"route", "method", "code"}),
 	}
 	reg.MustRegister(m.Enqueued, m.Delivered, m.Acked, m.Nacked, m.Retried, m.Dead, m.Cancelled,
-		m.Webhooks, m.Lateness, m.Duration)
+		m.Webhooks, m.Lateness, m.Duration, m.Requests, m.RequestDuration)
 	return m
+}
+
+// byTopic are the series labelled with a topic.
+func (m *Metrics) byTopic() []*prometheus.MetricVec {
+	return []*prometheus.MetricVec{
+		m.Enqueued.MetricVec, m.Delivered.MetricVec, m.Acked.MetricVec, m.Nacked.MetricVec,
+		m.Retried.MetricVec, m.Dead.MetricVec, m.Cancelled.MetricVec, m.Webhooks.MetricVec,
+	}
+}
+
+// ForgetTopics stops exporting the per-topic series of every topic live does not hold: a topic
+// that no longer exists leaves no series behind.
+func (m *Metrics) ForgetTopics(live map[string]bool) {
+	for _, vec := range m.byTopic() {
+		ch := make(chan prometheus.Metric, 64)
+		go func() {
+			vec.Collect(ch)
+			close(ch)
+		}()
+		gone := map[string]bool{}
+		for metric := range ch {
+			var d dto.Metric
+			if metric.Write(&d) != nil {
+				continue
+			}
+			for _, l := range d.GetLabel() {
+				if l.GetName() == "topic" && !live[l.GetValue()] {
+					gone[l.GetValue()] = true
+				}
+			}
+		}
+		for topic := range gone {
+			vec.DeletePartialMatch(prometheus.Labels{"topic": topic})
+		}
+	}
 }
