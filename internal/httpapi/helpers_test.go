@@ -87,6 +87,7 @@ func newEnv(t testing.TB, edit func(*Config)) *env {
 	t.Cleanup(ps.Close)
 	client := hs.Client()
 	client.Timeout = 30 * time.Second
+	client.Transport = withContract(t, client.Transport)
 	return &env{t: t, redis: srv, client: c, handler: h, url: hs.URL, pushURL: ps.URL, http: client}
 }
 
