@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint bench bench-smoke bench-peers build run ensure-redis
+.PHONY: all test test-short lint lint-openapi bench bench-smoke bench-peers build run ensure-redis
 
 all: lint test
 
@@ -41,6 +41,10 @@ lint:
 	$(GO) vet -tags faults ./internal/faults/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./internal/faults/...
+
+# The OpenAPI document against Redocly CLI's recommended rules (installs Node.js if missing).
+lint-openapi:
+	@bash scripts/lint-openapi.sh
 
 bench: ensure-redis
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
