@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint lint-openapi bench bench-smoke bench-peers build run ensure-redis
+.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers build run ensure-redis
 
 all: lint test
 
@@ -52,10 +52,14 @@ bench: ensure-redis
 build:
 	$(GO) build -o bin/delayq ./cmd/delayq
 
+# Installs delayq into $(GOBIN), or $(GOPATH)/bin when GOBIN is unset.
+install:
+	$(GO) install ./cmd/delayq
+
 # Runs the server with an embedded redis-server (data in ./delayq-data);
 # pass flags with ARGS, e.g. make run ARGS="--listen :8080".
 run:
-	bash scripts/ensure-redis.sh && $(GO) run ./cmd/delayq server $(ARGS)
+	@GO="$(GO)" bash scripts/run.sh $(ARGS)
 
 # A smoke run of every benchmark scenario at small counts, through the delayq binary.
 bench-smoke: ensure-redis
