@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,7 +34,8 @@ func clientCmd(cmd *cobra.Command, run func(ctx context.Context, c *apiclient.Cl
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the request (a reserve's --wait comes on top)")
 	documentEnv(f)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		c, err := apiclient.New(apiclient.Config{BaseURL: o.server, Token: o.token, UserAgent: "delayq-cli"})
+		server := serverURL(o.server)
+		c, err := apiclient.New(apiclient.Config{BaseURL: server, Token: o.token, UserAgent: "delayq-cli"})
 		if err != nil {
 			return fmt.Errorf("--server: %w", err)
 		}
@@ -40,9 +43,21 @@ func clientCmd(cmd *cobra.Command, run func(ctx context.Context, c *apiclient.Cl
 			return fmt.Errorf("--timeout %v: want a positive duration", o.timeout)
 		}
 		out := &output{w: cmd.OutOrStdout(), errw: cmd.ErrOrStderr(), json: o.json, timeout: o.timeout}
-		return run(cmd.Context(), c, out, args)
+		err = run(cmd.Context(), c, out, args)
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("no delayq server answers at %s (connection refused): start one with `delayq server`, or point --server (or DELAYQ_SERVER) at yours", server)
+		}
+		return err
 	}
 	return cmd
+}
+
+// serverURL reads --server: an address without a scheme ("127.0.0.1:7070") is taken as http.
+func serverURL(s string) string {
+	if !strings.Contains(s, "://") {
+		return "http://" + s
+	}
+	return s
 }
 
 // output writes a command's result as a table or as JSON.

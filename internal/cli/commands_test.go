@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -278,11 +279,15 @@ func TestOperateCommands(t *testing.T) {
 		t.Fatalf("dead list --json: %+v", page)
 	}
 
-	if out := s.must(t, "dead", "requeue", "jobs", "--ids", "d1,nope"); !strings.Contains(out, "requeued 1 dead jobs of jobs") {
+	if out := s.must(t, "dead", "requeue", "jobs", "--id", "d1", "--id", "nope"); !strings.Contains(out, "requeued 1 dead job of jobs") {
 		t.Errorf("dead requeue printed %q", out)
 	}
 	var n map[string]int
-	s.mustJSON(t, &n, "dead", "delete", "jobs", "--ids", "d2")
+	idsFile := filepath.Join(t.TempDir(), "ids")
+	if err := os.WriteFile(idsFile, []byte("d2\n\nnope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.mustJSON(t, &n, "dead", "delete", "jobs", "--ids-from", idsFile)
 	if n["deleted"] != 1 {
 		t.Errorf("dead delete --json: %v", n)
 	}
@@ -300,8 +305,8 @@ func TestOperateCommands(t *testing.T) {
 	if out := s.must(t, "dead", "delete", "jobs", "--all"); !strings.Contains(out, "deleted 0 dead jobs") {
 		t.Errorf("dead delete --all printed %q", out)
 	}
-	if _, err := s.run(t, "dead", "delete", "jobs"); err == nil || !strings.Contains(err.Error(), "[ids all]") {
-		t.Errorf("dead delete without --ids or --all: %v", err)
+	if _, err := s.run(t, "dead", "delete", "jobs"); err == nil || !strings.Contains(err.Error(), "--id") {
+		t.Errorf("dead delete without --id or --all: %v", err)
 	}
 }
 
@@ -337,7 +342,7 @@ func TestEnqueueFile(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != 3 || lines[0] != "added 2497 jobs, 2 failed" ||
 		!strings.HasPrefix(lines[1], "  line 17: invalid_argument: not valid JSON") ||
-		!strings.HasPrefix(lines[2], "  line 1800: invalid_argument: ") || !strings.Contains(lines[2], "priority") {
+		!strings.HasPrefix(lines[2], `  line 1800 (id "j1800"): invalid_argument: `) || !strings.Contains(lines[2], "priority") {
 		t.Errorf("summary:\n%s", out)
 	}
 	var st apiclient.TopicStats
@@ -360,10 +365,60 @@ func TestEnqueueFile(t *testing.T) {
 	if err == nil {
 		t.Error("a duplicate id did not fail the command")
 	}
-	if got, want := out, `{"added":1,"failed":[{"line":1,"error":{"code":"already_exists","message":`; !strings.HasPrefix(got, want) {
+	if got, want := out, `{"added":1,"failed":[{"line":1,"id":"j1","error":{"code":"already_exists","message":`; !strings.HasPrefix(got, want) {
 		t.Errorf("--json summary %s, want it to start with %s", got, want)
 	}
 	if _, err := s.run(t, "enqueue", "bulk", "--file", filepath.Join(dir, "missing.jsonl")); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing file: %v", err)
+	}
+
+	// Failures in input order, whether the server or the command refused the line; plurals.
+	mixed := filepath.Join(dir, "mixed.jsonl")
+	if err := os.WriteFile(mixed, []byte(`{"id":"p","priority":5000}`+"\n{oops\n"+`{"id":"ok1"}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = s.run(t, "enqueue", "bulk", "--file", mixed)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || lines[0] != "added 1 job, 2 failed" || !strings.HasPrefix(lines[1], `  line 1 (id "p"): `) ||
+		!strings.HasPrefix(lines[2], "  line 2: ") || err == nil || err.Error() != "2 of 3 jobs were not added" {
+		t.Errorf("mixed failures:\n%s\nerr %v", out, err)
+	}
+}
+
+// Ids may contain commas: --id takes each whole.
+func TestDeadIDsWithCommas(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	s.must(t, "enqueue", "c", "--id", "a,b", "--max-retries", "0")
+	var res struct {
+		Jobs []apiclient.Job `json:"jobs"`
+	}
+	s.mustJSON(t, &res, "reserve", "c")
+	if len(res.Jobs) != 1 {
+		t.Fatalf("reserve: %+v", res)
+	}
+	s.must(t, "nack", "c", "a,b", "--lease", res.Jobs[0].Lease)
+	if out := s.must(t, "dead", "requeue", "c", "--id", "a,b"); !strings.Contains(out, "requeued 1 dead job of c") {
+		t.Errorf("dead requeue --id a,b printed %q", out)
+	}
+}
+
+// --server takes an address without a scheme; a refused connection says what was tried.
+func TestServerAddress(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	bare := strings.TrimPrefix(s.URL, "http://")
+	if _, err := runCLI(t, nil, "stats", "nothing", "--server", bare); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Errorf("--server %s: %v, want the server's not_found", bare, err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	_, err = runCLI(t, nil, "stats", "x", "--server", closed)
+	if err == nil || !strings.Contains(err.Error(), "http://"+closed) || !strings.Contains(err.Error(), "delayq server") {
+		t.Errorf("a refused connection: %v, want the address tried and how to start a server", err)
 	}
 }

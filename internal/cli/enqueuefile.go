@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 
 	"github.com/delayq/delayq/internal/apiclient"
@@ -27,6 +28,7 @@ const (
 // lineFailure is a line of the file that was not added.
 type lineFailure struct {
 	Line  int              `json:"line"`
+	ID    string           `json:"id,omitempty"` // the line's id, when it has one
 	Error *apiclient.Error `json:"error"`
 }
 
@@ -82,7 +84,7 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 		}
 		for i, item := range res {
 			if item.Error != nil {
-				sum.Failed = append(sum.Failed, lineFailure{Line: b.lines[i], Error: item.Error})
+				sum.Failed = append(sum.Failed, lineFailure{Line: b.lines[i], ID: lineID(b.jobs[i]), Error: item.Error})
 			} else {
 				sum.Added++
 			}
@@ -110,7 +112,7 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 			continue
 		}
 		if msg := checkLine(line); msg != "" {
-			sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, Error: &apiclient.Error{Code: "invalid_argument", Message: msg}})
+			sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, ID: lineID(line), Error: &apiclient.Error{Code: "invalid_argument", Message: msg}})
 			continue
 		}
 		if len(b.jobs) > 0 && b.bytes+len(line) > fileBatchBytes {
@@ -137,23 +139,46 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 // report prints the summary and returns the error Run should end with: cause, or a count of
 // the failed lines.
 func (s *fileSummary) report(out *output, cause error) error {
+	// Lines refused here and lines the server refused come in input order.
+	sort.SliceStable(s.Failed, func(i, j int) bool { return s.Failed[i].Line < s.Failed[j].Line })
 	if out.json {
 		if err := out.printJSON(s); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(out.w, "added %d jobs, %d failed\n", s.Added, len(s.Failed))
+		fmt.Fprintf(out.w, "added %s, %d failed\n", plural(s.Added, "job"), len(s.Failed))
 		for _, f := range s.Failed {
-			fmt.Fprintf(out.w, "  line %d: %s\n", f.Line, oneLine(f.Error.Error()))
+			id := ""
+			if f.ID != "" {
+				id = fmt.Sprintf(" (id %q)", f.ID)
+			}
+			fmt.Fprintf(out.w, "  line %d%s: %s\n", f.Line, id, oneLine(f.Error.Error()))
 		}
 	}
 	if cause != nil {
-		return fmt.Errorf("stopped after adding %d jobs: %w", s.Added, cause)
+		return fmt.Errorf("stopped after adding %s: %w", plural(s.Added, "job"), cause)
 	}
 	if len(s.Failed) > 0 {
-		return fmt.Errorf("%d of %d jobs were not added", len(s.Failed), s.Added+len(s.Failed))
+		return fmt.Errorf("%d of %s were not added", len(s.Failed), plural(s.Added+len(s.Failed), "job"))
 	}
 	return nil
+}
+
+// lineID returns the id a JSON Lines line gives its job, or "".
+func lineID(line []byte) string {
+	var j struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(line, &j)
+	return j.ID
+}
+
+// plural writes n with word, in the plural unless n is 1: "1 job", "2 jobs".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
 }
 
 // checkLine returns why a line cannot be sent as a job request, or "".

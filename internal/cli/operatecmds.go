@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -86,28 +88,68 @@ func newDeadListCmd() *cobra.Command {
 	})
 }
 
+// readIDs reads job ids, one per line, from path ("-": in); blank lines are skipped and
+// surrounding white space trimmed (an id has none).
+func readIDs(in io.Reader, path string) ([]string, error) {
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("--ids-from: %w", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	var ids []string
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 64<<10)
+	for sc.Scan() {
+		if id := strings.TrimSpace(sc.Text()); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("--ids-from: %w", err)
+	}
+	return ids, nil
+}
+
 // newDeadActionCmd builds `dead requeue` or `dead delete`.
 func newDeadActionCmd(action string) *cobra.Command {
-	var ids []string
+	var ids, commaIDs []string
+	var idsFrom string
 	var all bool
 	short := map[string]string{
 		"requeue": "Make dead jobs ready again, with their attempts reset",
 		"delete":  "Delete dead jobs for good",
 	}[action]
 	cmd := &cobra.Command{
-		Use:     action + " <topic> (--ids a,b | --all)",
-		Short:   short,
-		Example: fmt.Sprintf("  delayq dead %s orders --ids order-1,order-2\n  delayq dead %s orders --all", action, action),
-		Args:    cobra.ExactArgs(1),
+		Use:   action + " <topic> (--id ID ... | --ids-from FILE | --all)",
+		Short: short,
+		Example: fmt.Sprintf("  delayq dead %s orders --id order-1 --id order-2\n"+
+			"  delayq dead list orders --json | jq -r .id | delayq dead %s orders --ids-from -\n"+
+			"  delayq dead %s orders --all", action, action, action),
+		Args: cobra.ExactArgs(1),
 	}
-	cmd.Flags().StringSliceVar(&ids, "ids", nil, "ids of the dead jobs, comma-separated")
+	cmd.Flags().StringArrayVar(&ids, "id", nil, "id of a dead job; repeat it for several (ids may contain commas)")
+	cmd.Flags().StringVar(&idsFrom, "ids-from", "", "read ids from this file, one per line (- for standard input)")
+	cmd.Flags().StringSliceVar(&commaIDs, "ids", nil, "ids of the dead jobs, comma-separated")
+	_ = cmd.Flags().MarkDeprecated("ids", "ids may contain commas: use --id for each id, or --ids-from")
 	cmd.Flags().BoolVar(&all, "all", false, "every dead job of the topic")
+	cmd.MarkFlagsMutuallyExclusive("id", "all")
+	cmd.MarkFlagsMutuallyExclusive("ids-from", "all")
 	cmd.MarkFlagsMutuallyExclusive("ids", "all")
-	cmd.MarkFlagsOneRequired("ids", "all")
 	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
 		topic := args[0]
+		ids = append(ids, commaIDs...)
+		if idsFrom != "" {
+			more, err := readIDs(cmd.InOrStdin(), idsFrom)
+			if err != nil {
+				return err
+			}
+			ids = append(ids, more...)
+		}
 		if !all && len(ids) == 0 {
-			return errors.New("--ids: give at least one id")
+			return errors.New("give the dead jobs: --id (repeatable), --ids-from, or --all")
 		}
 		ctx, cancel := out.bound(ctx, 0)
 		defer cancel()
@@ -128,7 +170,7 @@ func newDeadActionCmd(action string) *cobra.Command {
 		}
 		past := strings.TrimSuffix(action, "e") + "ed"
 		return out.result(map[string]int{past: n}, func(w io.Writer) {
-			fmt.Fprintf(w, "%s %d dead jobs of %s\n", past, n, topic)
+			fmt.Fprintf(w, "%s %s of %s\n", past, plural(n, "dead job"), topic)
 		})
 	})
 }
