@@ -10,10 +10,29 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // ErrLocked is matched by the error of Start when another process uses the data directory.
 var ErrLocked = errors.New("data directory in use")
+
+// lockWait is how long lockDir waits for a holder that is about to let go: for moments after a
+// server has stopped, a process forked meanwhile may still hold a copy of the open file — a
+// redis-server's background child (an AOF rewrite) that outlives it briefly, or a child another
+// goroutine of this process forked and has not yet exec'd.
+const lockWait = 2 * time.Second
+
+// flockWaiting takes an exclusive flock on f, trying again for lockWait while it is held.
+func flockWaiting(f *os.File) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // lockDir takes an exclusive lock on the file delayq.lock in dir, so that two servers never
 // run a redis-server on the same AOF. The lock belongs to the open file, which launch passes
@@ -26,7 +45,7 @@ func lockDir(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded redis: opening the lock file: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+	if err := flockWaiting(f); err != nil {
 		holder, _ := os.ReadFile(path)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
