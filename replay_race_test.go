@@ -64,9 +64,8 @@ func holdReplay(proxy *redistest.Proxy, match func([]string) bool) (fired <-chan
 }
 
 // An enqueue whose reply was lost is re-sent by go-redis. When a consumer has taken and acked
-// the job between the two runs, the replay finds no job, does not read its record, and stores
-// the job a second time: one enqueue call, two deliveries (DESIGN.md guarantee 8: "no job is
-// stored twice").
+// the job between the two runs, the replay must not store the job a second time: one enqueue
+// call, one delivery (no job is stored twice).
 func TestEnqueueReplayAfterAckStoresNothing(t *testing.T) {
 	t.Parallel()
 	c, proxy, other := replayPair(t)
@@ -135,8 +134,8 @@ func TestEnqueueReplayAfterCancelBringsNothingBack(t *testing.T) {
 }
 
 // A cancel whose reply was lost is re-sent by go-redis. When the id was enqueued anew between
-// the two runs (the first run had freed it), the replay deletes the new job, whose enqueue
-// returned success, although no cancel was sent after it: one Cancel call, two jobs deleted.
+// the two runs (the first run had freed it), the replay must spare the new job, whose enqueue
+// returned success and which no cancel was sent after.
 func TestCancelReplaySparesTheNextJobOfTheID(t *testing.T) {
 	t.Parallel()
 	c, proxy, other := replayPair(t)
@@ -163,6 +162,40 @@ func TestCancelReplaySparesTheNextJobOfTheID(t *testing.T) {
 }
 
 // The same replay for a batch: the first run stored x and y; x was taken and acked before the
-// replay. The replay stores x again and answers that y already existed, although this very
-// call created it: the replay's answer differs from the first run's (and a producer that treats
-// already_exists as someone else's job is misled).
+// replay. The replay must store nothing and answer as the first run did (both created), not
+// store x again and call y someone else's.
+func TestBatchReplayAfterAckAnswersAsTheFirstRun(t *testing.T) {
+	t.Parallel()
+	c, proxy, other := replayPair(t)
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "first", Delay: time.Hour})
+
+	fired, release := holdReplay(proxy, scriptCall("x", "y"))
+	defer release()
+	done := make(chan []BatchResult, 1)
+	go func() {
+		res, err := c.EnqueueBatch(ctx, "t", []Spec{{ID: "x"}, {ID: "y", Delay: time.Hour}})
+		if err != nil {
+			t.Errorf("EnqueueBatch: %v", err)
+		}
+		done <- res
+	}()
+	mustFire(t, fired)
+	jobs, err := other.Reserve(ctx, "t", ReserveOptions{Max: 1})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "x" {
+		t.Fatalf("Reserve between the runs: %v, %v; want job x", jobs, err)
+	}
+	if err := other.Ack(ctx, "t", "x", jobs[0].Lease); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	res := <-done
+	if len(res) != 2 {
+		t.Fatalf("%d results", len(res))
+	}
+	for i, id := range []string{"x", "y"} {
+		if res[i].Err != nil {
+			t.Errorf("job %s of a batch whose first run created it: %v, want created", id, res[i].Err)
+		}
+	}
+}
