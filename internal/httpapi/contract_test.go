@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -117,7 +118,7 @@ func checkExchange(req *http.Request, reqBody []byte, resp *http.Response, respB
 	}
 	probe := req.Clone(context.Background())
 	probe.Body = io.NopCloser(bytes.NewReader(reqBody))
-	route, params, err := ct.router.FindRoute(probe)
+	route, params, err := ct.findRoute(probe)
 	if err != nil {
 		return ct.checkOffRoute(probe, err, resp, respBody)
 	}
@@ -140,6 +141,22 @@ func checkExchange(req *http.Request, reqBody []byte, resp *http.Response, respB
 		return fmt.Errorf("the answer is not one the document allows: %w", err)
 	}
 	return nil
+}
+
+// findRoute returns the document's operation for req and the values of its path parameters.
+// The router matches the escaped path and leaves the values escaped; a value is what the path
+// segment says once unescaped ("a%20b" is "a b"), as the server reads it.
+func (ct *contract) findRoute(req *http.Request) (*routers.Route, map[string]string, error) {
+	route, params, err := ct.router.FindRoute(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, v := range params {
+		if u, err := url.PathUnescape(v); err == nil {
+			params[k] = u
+		}
+	}
+	return route, params, nil
 }
 
 // checkOffRoute checks the answer to a request the document has no operation for: 404 for a
