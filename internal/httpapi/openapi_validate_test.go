@@ -2,13 +2,13 @@ package httpapi
 
 import (
 	"context"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
 )
 
 // The served document is a valid OpenAPI 3 document.
