@@ -41,9 +41,12 @@ func TestConnectionOutage(t *testing.T) {
 }
 
 // Scenario 15: HTTP consumers hang up on every third reserve at about the moment the server
-// answers it. Jobs the server leased for a client that left go back at once, their attempt not
-// counted: none of them goes dead (none may be retried), none is lost, and none waits out its
-// TTR.
+// answers it. Jobs the server leased for a client it saw leave go back at once, their attempt
+// not counted. A client that closes just after the server wrote the answer cannot be told from
+// one that read it (docs/reliability.md): such a job comes back after its TTR (2 s here, retried
+// at once) with the attempt counted. The scenario reports how many attempts the hang-ups cost;
+// nothing is lost and no job goes dead. (That a hang-up the server sees costs nothing is
+// checked deterministically by TestReserveOfAClientThatLeftPutsTheJobBack.)
 func TestClientsHangUpDuringReserve(t *testing.T) {
 	if serverBuildErr != nil {
 		t.Fatal(serverBuildErr)
@@ -54,7 +57,7 @@ func TestClientsHangUpDuringReserve(t *testing.T) {
 	h.startServer("server", listen)
 	n := scale(3000, 30000)
 	producer := h.start("producer", "produce", "-prefix", "u", "-n", itoa(n), "-batch", "20",
-		"-concurrency", "2", "-rate", itoa(n/6), "-ttr", "30s", "-max-retries", "0")
+		"-concurrency", "2", "-rate", itoa(n/6), "-ttr", "2s", "-max-retries", "5", "-backoff", "0")
 	consumer := h.start("consumer", "http-work", "-server", "http://"+listen, "-concurrency", "20", "-hangup", "3")
 	start := time.Now().UnixMilli()
 	h.finished(producer, 2*time.Minute)
@@ -65,13 +68,20 @@ func TestClientsHangUpDuringReserve(t *testing.T) {
 	h.drain(2*time.Minute, 0)
 	r := h.check(faults.Rules{Faults: []faults.Window{{Name: "hang-ups", Start: start, End: end}}}, false)
 	if r.Dead > 0 {
-		t.Errorf("%d jobs went dead: a hang-up burned their only attempt", r.Dead)
+		t.Errorf("%d jobs went dead: hang-ups burned all their attempts", r.Dead)
 	}
-	if consumer.count(faults.HungUp) == 0 {
+	hangUps := consumer.count(faults.HungUp)
+	if hangUps == 0 {
 		t.Fatal("no consumer hung up: the fault hit nothing")
 	}
+	burned := 0 // deliveries after a first one: attempts a hang-up cost
+	for _, e := range consumer.events() {
+		if e.Kind == faults.Delivered && e.Attempt > 1 {
+			burned++
+		}
+	}
 	record(t, figures(r, map[string]any{
-		"hang_ups": consumer.count(faults.HungUp), "dead": r.Dead,
+		"hang_ups": hangUps, "burned_attempts": burned, "dead": r.Dead,
 		"handled_in_ms": end - start,
 	}))
 }
