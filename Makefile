@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers build run ensure-redis ensure-example-tools
+.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers build run docker ensure-redis ensure-example-tools
 
 all: lint test
 
@@ -60,6 +60,11 @@ build:
 # Installs delayq into $(GOBIN), or $(GOPATH)/bin when GOBIN is unset.
 install:
 	$(GO) install ./cmd/delayq
+
+# Builds the Docker image (delayq:dev) and checks that it serves and stops cleanly. Without a
+# Docker daemon or access to the base images it says so and succeeds: CI runs it everywhere.
+docker:
+	@bash scripts/docker-build.sh
 
 # Runs the server with an embedded redis-server (data in ./delayq-data);
 # pass flags with ARGS, e.g. make run ARGS="--listen :8080".
