@@ -47,7 +47,8 @@ lint:
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./internal/faults/...
 
-# The OpenAPI document against Redocly CLI's recommended rules (installs Node.js if missing).
+# The OpenAPI document against Redocly CLI's recommended rules (scripts/lint-openapi.sh); needs
+# Node.js and npm, which .ci/run installs.
 lint-openapi:
 	@bash scripts/lint-openapi.sh
 

@@ -167,7 +167,7 @@ func (c *Client) waitDue(ctx context.Context, t *topicState, deadline time.Time)
 		ps[i] = c.store.Partition(t.name, p)
 	}
 	at := time.Now()
-	heads, err := c.store.Heads(ctx, ps, t.lane)
+	heads, err := c.store.Heads(ctx, ps, t.laneOf())
 	if err != nil {
 		t.recheck(parts) // the next reserve asks them, and meets the error
 		return

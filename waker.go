@@ -45,6 +45,12 @@ func (t *topicState) setLane(l store.Lane) {
 	t.lane = l
 }
 
+func (t *topicState) laneOf() store.Lane {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lane
+}
+
 func (t *topicState) partitionCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()

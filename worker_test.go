@@ -153,12 +153,14 @@ func TestWorkerRenewsLeasesOfLongHandlers(t *testing.T) {
 	startWorker(t, c, WorkerConfig{}, map[string]Handler{
 		"t": func(ctx context.Context, j *Job) error {
 			calls.Add(1)
-			time.Sleep(700 * time.Millisecond) // longer than the 200 ms TTR: only renewal keeps the lease
+			// Three TTRs: only renewal keeps the lease. The TTR leaves each renewal (every TTR/3)
+			// 400 ms of slack, which a loaded 2-core machine running the race detector needs.
+			time.Sleep(1800 * time.Millisecond)
 			close(done)
 			return nil
 		},
 	})
-	mustEnqueue(t, c, "t", Spec{ID: "long", TTR: 200 * time.Millisecond})
+	mustEnqueue(t, c, "t", Spec{ID: "long", TTR: 600 * time.Millisecond})
 	<-done
 	waitFor(t, func() bool { _, err := c.Get(testContext(t), "t", "long"); return errors.Is(err, ErrNotFound) })
 	if calls.Load() != 1 {

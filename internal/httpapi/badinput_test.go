@@ -260,7 +260,7 @@ func TestBadRequests(t *testing.T) {
 			case "-":
 				ctype = ""
 			}
-			r := e.raw(base, c.method, c.path, ctype, strings.ReplaceAll(c.body, "{lease}", lease))
+			r := e.badRequests().raw(base, c.method, c.path, ctype, strings.ReplaceAll(c.body, "{lease}", lease))
 			got := r.wantError(t, c.status, c.code)
 			if !strings.Contains(got.Message, c.msg) {
 				t.Errorf("message %q does not mention %q", got.Message, c.msg)
@@ -295,7 +295,7 @@ func TestBatchItemErrors(t *testing.T) {
 		{"id": "six", "callback_url": "https://example.com/"},
 		{"id": "seven", "body_base64": "AAE="}
 	]}`
-	r := e.raw(e.url, "POST", "/v1/topics/b/jobs/batch", "application/json", body).want(t, http.StatusOK)
+	r := e.badRequests().raw(e.url, "POST", "/v1/topics/b/jobs/batch", "application/json", body).want(t, http.StatusOK)
 	var res struct {
 		Results []struct {
 			Job   *testJob   `json:"job"`
@@ -326,6 +326,6 @@ func TestBatchItemErrors(t *testing.T) {
 	}
 
 	// A batch with no valid job stores nothing, not even its topic.
-	e.raw(e.url, "POST", "/v1/topics/nobatch/jobs/batch", "application/json", `{"jobs": [{"ttr_ms": 1}]}`).want(t, http.StatusOK)
+	e.badRequests().raw(e.url, "POST", "/v1/topics/nobatch/jobs/batch", "application/json", `{"jobs": [{"ttr_ms": 1}]}`).want(t, http.StatusOK)
 	e.call("GET", "/v1/topics/nobatch", nil).wantError(t, http.StatusNotFound, codeNotFound)
 }

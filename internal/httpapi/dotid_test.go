@@ -25,12 +25,12 @@ func TestDotSegmentIDsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := e.raw(e.url, "POST", "/v1/topics/t/jobs", "application/json", string(body)).wantError(t, http.StatusBadRequest, codeInvalid)
+		got := e.badRequests().raw(e.url, "POST", "/v1/topics/t/jobs", "application/json", string(body)).wantError(t, http.StatusBadRequest, codeInvalid)
 		if !strings.Contains(got.Message, "id") || !strings.Contains(got.Message, "HTTP") {
 			t.Errorf("id %q: message %q does not say what is wrong with the id", id, got.Message)
 		}
 	}
-	r := e.raw(e.url, "POST", "/v1/topics/t/jobs/batch", "application/json", `{"jobs": [{"id": "."}, {"id": ".."}]}`).want(t, http.StatusOK)
+	r := e.badRequests().raw(e.url, "POST", "/v1/topics/t/jobs/batch", "application/json", `{"jobs": [{"id": "."}, {"id": ".."}]}`).want(t, http.StatusOK)
 	res := decode[struct {
 		Results []struct {
 			Job   *testJob   `json:"job"`

@@ -355,7 +355,8 @@ func TestDeadLetters(t *testing.T) {
 		t.Fatalf("deleted %d, want 1", k)
 	}
 	e.call("GET", "/v1/topics/dl/jobs/"+want[2], nil).wantError(t, http.StatusNotFound, codeNotFound)
-	if k := count(e.call("POST", "/v1/topics/dl/dead/requeue", map[string]any{"ids": []string{want[3]}, "all": nil}), "requeued"); k != 1 {
+	// A null field counts as left out, a leniency the document does not promise.
+	if k := count(e.badRequests().call("POST", "/v1/topics/dl/dead/requeue", map[string]any{"ids": []string{want[3]}, "all": nil}), "requeued"); k != 1 {
 		t.Fatalf("requeued %d, want 1", k)
 	}
 	if k := count(e.call("POST", "/v1/topics/dl/dead/requeue", map[string]any{"all": true}), "requeued"); k != 3 {

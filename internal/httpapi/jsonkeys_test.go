@@ -11,7 +11,7 @@ import (
 func TestBatchItemKeys(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	r := e.raw(e.url, "POST", "/v1/topics/keys/jobs/batch", "application/json",
+	r := e.badRequests().raw(e.url, "POST", "/v1/topics/keys/jobs/batch", "application/json",
 		`{"jobs": [{"Id": "a"}, {"id": "b", "id": "c"}, {"id": "d", "body": {"K": 1, "k": 2, "k": 3}}]}`)
 	res := decode[struct {
 		Results []struct {

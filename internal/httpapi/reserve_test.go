@@ -86,7 +86,7 @@ func TestReserveMaxBytes(t *testing.T) {
 	if got := e.reserve("big", map[string]any{"max": 10, "max_bytes": 1}); len(got) != 1 {
 		t.Fatalf("max_bytes 1 leased %d jobs, want 1", len(got))
 	}
-	e.call("POST", "/v1/topics/big/reserve", map[string]any{"max_bytes": 0}).wantError(t, http.StatusBadRequest, codeInvalid)
+	e.badRequests().call("POST", "/v1/topics/big/reserve", map[string]any{"max_bytes": 0}).wantError(t, http.StatusBadRequest, codeInvalid)
 }
 
 // Concurrent reserves over large jobs stay within their byte budgets, and the process allocates

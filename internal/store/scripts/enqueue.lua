@@ -7,13 +7,13 @@
 -- Returns: {now, status_1, run_at_1, ..., status_n, run_at_n}; status 1 = added, 0 = the id exists.
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
 -- one ZADD. The call records its time and the positions of the jobs that existed, from which a
--- second run of the call, which finds its first job stored, rebuilds the same answer; a first
--- run does not read the record.
+-- second run of the call rebuilds the same answer and stores nothing. The record is read first:
+-- by the second run the jobs may have been acked or cancelled, and must not come back.
 local n = tonumber(ARGV[3])
 local LANES = ARGV[4]
 
--- replay answers a second run of this call, which finds its jobs stored: from the record of the
--- first run, or nil when there is none (the jobs existed before this call).
+-- replay answers a second run of this call from the record of the first run, or is nil when
+-- there is none (this is the first run).
 local function replay()
   local r = recorded()
   if not r or r == '' then return nil end
@@ -37,6 +37,9 @@ local function replay()
   return out
 end
 
+local again = replay()
+if again then return again end
+
 local out = {NOW}
 local prev = head_score()
 local soonest = {}
@@ -57,12 +60,6 @@ for i = 0, n - 1 do
     out[#out + 1] = 1
     out[#out + 1] = t
   else
-    -- A job that exists: either it did before this call, or this is a second run of a call
-    -- that stored it (then it stored every job before this one too, and this is the first).
-    if #scheduled == 0 and #existed == 0 then
-      local again = replay()
-      if again then return again end
-    end
     existed[#existed + 1] = i
     out[#out + 1] = 0
     out[#out + 1] = 0
