@@ -1,19 +1,24 @@
-# delayq developer targets. `make test` is the test command: it installs
-# Redis first if needed (the tests start real redis-server processes).
+# delayq developer targets. `make test` is the test command: it installs Redis first if needed
+# (the tests start real redis-server processes), and python3, node, curl and jq (a test runs the
+# consumer examples of docs/consumers.md).
 
 GO ?= go
 
-.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers build run ensure-redis
+.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers build run docker ensure-redis ensure-example-tools
 
 all: lint test
 
 ensure-redis:
 	@bash scripts/ensure-redis.sh
 
-test: ensure-redis
+# python3, node, curl and jq: a test runs the consumer examples of docs/consumers.md with them.
+ensure-example-tools:
+	@bash scripts/ensure-example-tools.sh
+
+test: ensure-redis ensure-example-tools
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ensure-redis
+test-short: ensure-redis ensure-example-tools
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 
 # The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over
@@ -56,6 +61,11 @@ build:
 # Installs delayq into $(GOBIN), or $(GOPATH)/bin when GOBIN is unset.
 install:
 	$(GO) install ./cmd/delayq
+
+# Builds the Docker image (delayq:dev) and checks that it serves and stops cleanly. Without a
+# Docker daemon or access to the base images it says so and succeeds: CI runs it everywhere.
+docker:
+	@bash scripts/docker-build.sh
 
 # Runs the server with an embedded redis-server (data in ./delayq-data);
 # pass flags with ARGS, e.g. make run ARGS="--listen :8080".

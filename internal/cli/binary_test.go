@@ -108,6 +108,29 @@ func TestBinary(t *testing.T) {
 		}
 	})
 
+	t.Run("ids from standard input", func(t *testing.T) {
+		t.Parallel()
+		s := startServer(t, nil)
+		for _, id := range []string{"x,1", "y,2"} {
+			s.must(t, "enqueue", "stdin", "--id", id, "--max-retries", "0")
+			var res struct {
+				Jobs []struct{ Lease string } `json:"jobs"`
+			}
+			s.mustJSON(t, &res, "reserve", "stdin")
+			if len(res.Jobs) != 1 {
+				t.Fatalf("reserve: %+v", res)
+			}
+			s.must(t, "nack", "stdin", id, "--lease", res.Jobs[0].Lease)
+		}
+		cmd := exec.Command(bin, "dead", "requeue", "stdin", "--ids-from", "-", "--server", s.URL)
+		cmd.Env = cleanEnv()
+		cmd.Stdin = strings.NewReader("x,1\n\n  y,2  \nnope\n")
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != "requeued 2 dead jobs of stdin\n" {
+			t.Errorf("dead requeue --ids-from - printed %q, %v", out, err)
+		}
+	})
+
 	t.Run("api error exit", func(t *testing.T) {
 		t.Parallel()
 		s := startServer(t, nil)

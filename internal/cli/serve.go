@@ -117,7 +117,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	stopDispatcher := func(context.Context) {}
 	if opts.secret != nil {
 		d, err := webhook.New(webhook.Config{
-			Client: dq, Secret: opts.secret, Guard: guard, Concurrency: cfg.webhookConcurrency, Metrics: m, Logger: log,
+			Client: dq, Secret: opts.secret, PreviousSecret: opts.previous, Guard: guard, Concurrency: cfg.webhookConcurrency, Metrics: m, Logger: log,
 		})
 		if err != nil {
 			return fmt.Errorf("starting webhook delivery: %w", err)

@@ -23,6 +23,7 @@ type serverConfig struct {
 	namespace          string
 	tokens             []string
 	webhookSecret      string
+	webhookPrevious    string
 	allowCIDRs         []string
 	logFormat          string
 	logLevel           string
@@ -72,6 +73,7 @@ and exits 0.`),
 	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
 	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "API token that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
 	f.StringVar(&cfg.webhookSecret, "webhook-secret", "", "whsec_-prefixed base64 secret that signs webhook deliveries; unset, jobs with a callback_url are refused")
+	f.StringVar(&cfg.webhookPrevious, "webhook-secret-previous", "", "the secret being rotated out: deliveries are signed with it too, so receivers that still know only it verify (see docs/webhooks.md)")
 	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
 	f.StringVar(&cfg.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level: debug, info, warn or error")
@@ -90,10 +92,11 @@ and exits 0.`),
 
 // serverOptions are the parsed forms of the settings that need parsing.
 type serverOptions struct {
-	redis  *redisurl.Config // nil: embedded
-	secret []byte           // nil: push delivery off
-	allow  []netip.Prefix
-	level  slog.Level
+	redis    *redisurl.Config // nil: embedded
+	secret   []byte           // nil: push delivery off
+	previous []byte           // nil: no rotation under way
+	allow    []netip.Prefix
+	level    slog.Level
 }
 
 // validate checks everything that can be checked before anything starts.
@@ -126,6 +129,18 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 			fail("--webhook-secret: %w", err)
 		} else {
 			o.secret = key
+		}
+	}
+	if c.webhookPrevious != "" {
+		switch key, err := webhook.ParseSecret(c.webhookPrevious); {
+		case c.webhookSecret == "":
+			fail("--webhook-secret-previous: needs --webhook-secret, the secret that replaces it")
+		case err != nil:
+			fail("--webhook-secret-previous: %w", err)
+		case c.webhookPrevious == c.webhookSecret:
+			fail("--webhook-secret-previous: the same as --webhook-secret; unset it when no rotation is under way")
+		default:
+			o.previous = key
 		}
 	}
 	for _, s := range c.allowCIDRs {

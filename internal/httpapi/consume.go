@@ -86,9 +86,12 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 		a.putBack(r, jobs)
 		jobs = nil
 	}
+	// Once the answer is written and flushed, a hang-up says nothing: one-shot clients (curl,
+	// Python's urllib) close the connection as soon as they have read it. Their jobs keep their
+	// leases; a client that really left before reading lets them expire after their TTR.
 	if err := a.writeJSONTo(w, http.StatusOK, struct {
 		Jobs []*jobJSON `json:"jobs"`
-	}{toJobsJSON(jobs, true)}); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil || r.Context().Err() != nil) {
+	}{toJobsJSON(jobs, true)}); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil) {
 		a.putBack(r, jobs)
 	}
 	return nil

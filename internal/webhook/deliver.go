@@ -97,7 +97,7 @@ func (d *Dispatcher) post(ctx context.Context, job *delayq.Job) (string, error) 
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Webhook-Id", id)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set("Webhook-Signature", Sign(d.cfg.Secret, id, now, body))
+	req.Header.Set("Webhook-Signature", d.signature(id, now, body))
 
 	resp, err := d.http.Do(req)
 	if err != nil {

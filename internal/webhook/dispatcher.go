@@ -29,6 +29,10 @@ type Config struct {
 	Client *delayq.Client
 	// Secret is the signing key, as ParseSecret returns it. Required.
 	Secret []byte
+	// PreviousSecret, when set, signs every delivery too, next to Secret: the webhook-signature
+	// header then carries two signatures, and a receiver that knows either secret verifies. It
+	// is for rotating the secret without downtime (see docs/webhooks.md). Optional.
+	PreviousSecret []byte
 	// Guard decides which addresses callbacks may reach. Defaults to NewGuard(nil): public
 	// addresses only.
 	Guard *Guard

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -42,6 +43,19 @@ func ParseSecret(s string) ([]byte, error) {
 	return key, nil
 }
 
+// newSecretBytes is how many random bytes NewSecret draws: 256 bits, an HMAC-SHA256 key of full
+// strength.
+const newSecretBytes = 32
+
+// NewSecret returns a fresh random Standard Webhooks secret: "whsec_" and the standard base64
+// (padded) of 32 bytes from crypto/rand, a form that ParseSecret and the standardwebhooks
+// libraries of every language accept.
+func NewSecret() string {
+	key := make([]byte, newSecretBytes)
+	_, _ = rand.Read(key) // crypto/rand.Read never fails: it crashes the program first
+	return secretPrefix + base64.StdEncoding.EncodeToString(key)
+}
+
 // Sign returns the Standard Webhooks signature of one message, "v1," followed by the base64 of
 // HMAC-SHA256(key, msgID + "." + unix seconds of ts + "." + body): the value of the
 // webhook-signature header.
@@ -53,6 +67,18 @@ func Sign(key []byte, msgID string, ts time.Time, body []byte) string {
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// signature returns the webhook-signature header of one message: its signature with Secret,
+// then, while a rotation is under way, a space and its signature with PreviousSecret. The
+// Standard Webhooks specification has receivers accept a message when any one of the
+// space-separated signatures matches.
+func (d *Dispatcher) signature(msgID string, ts time.Time, body []byte) string {
+	sig := Sign(d.cfg.Secret, msgID, ts, body)
+	if len(d.cfg.PreviousSecret) > 0 {
+		sig += " " + Sign(d.cfg.PreviousSecret, msgID, ts, body)
+	}
+	return sig
 }
 
 // messageID returns a job's webhook-id: "msg_" and 24 base64url characters of the SHA-256 of
