@@ -59,7 +59,7 @@ func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueue
 			case r.Jobs[k].Err != nil:
 				out[i].err = r.Jobs[k].Err
 			default:
-				out[i].job = newJob(reqs[i].topic, reqs[i].job, r.NowMs, r.Jobs[k].RunAtMs)
+				out[i].job = newJob(reqs[i].topic, reqs[i].job, r.Jobs[k].CreatedMs, r.Jobs[k].RunAtMs)
 			}
 		}
 	}

@@ -10,8 +10,10 @@ import (
 )
 
 // Enqueue adds one job to topic. Once it returns nil, the job is stored and will be delivered at
-// least once unless cancelled. A duplicate id is ErrExists and changes nothing. Concurrent calls
-// share round trips to Redis.
+// least once unless cancelled. A duplicate id is ErrExists and changes nothing, except that
+// the same call again — the same id and spec, within Config.ReplayWindow of the first, while
+// the job is still as it made it (not failed, not rescheduled) — answers the first call's job:
+// a caller that lost an answer may simply try again. Concurrent calls share round trips to Redis.
 func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
@@ -121,14 +123,14 @@ func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJ
 	return c.flushEnqueues(ctx, reqs)
 }
 
-// newJob describes a job just added, as Get would return it.
-func newJob(topic string, j store.NewJob, nowMs, runAtMs int64) *Job {
+// newJob describes a job just added, as Get would have returned it then.
+func newJob(topic string, j store.NewJob, createdMs, runAtMs int64) *Job {
 	r := store.Record{
 		ID: j.ID, State: store.StateDelayed, Format: j.Format, Priority: j.Priority,
-		CreatedMs: nowMs, RunAtMs: runAtMs, MaxRetries: j.MaxRetries, TTRMs: j.TTRMs,
+		CreatedMs: createdMs, RunAtMs: runAtMs, MaxRetries: j.MaxRetries, TTRMs: j.TTRMs,
 		Body: j.Body, BackoffMs: j.BackoffMs, Callback: j.Callback,
 	}
-	if runAtMs <= nowMs {
+	if runAtMs <= createdMs {
 		r.State = store.StateReady
 	}
 	return jobFromRecord(topic, r)

@@ -48,6 +48,62 @@ func TestEnqueueDuplicateChangesNothing(t *testing.T) {
 	}
 }
 
+// An enqueue repeated because its answer was lost must answer what the first one did, never
+// ErrExists, and store nothing twice; anything else with the same id stays a duplicate.
+func TestEnqueueRepeatedAnswersTheFirst(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	spec := Spec{ID: "a", Body: []byte("one"), Delay: time.Minute, Priority: 3, Backoff: []time.Duration{time.Second}}
+	first := mustEnqueue(t, c, "t", spec)
+	again, err := c.Enqueue(ctx, "t", spec)
+	if err != nil {
+		t.Fatalf("the same Enqueue again = %v, want the first job", err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Errorf("the repeat answered another job (-first +repeat):\n%s", diff)
+	}
+	at := Spec{ID: "b", Body: []byte("one"), RunAt: first.RunAt}
+	mustEnqueue(t, c, "t", at)
+	if _, err := c.Enqueue(ctx, "t", at); err != nil {
+		t.Errorf("the same Enqueue with run_at again = %v, want the first job", err)
+	}
+	if st, _ := c.Stats(ctx, "t"); st.Delayed != 2 {
+		t.Errorf("%d jobs delayed, want 2", st.Delayed)
+	}
+
+	for name, other := range map[string]Spec{
+		"another body":     {ID: "a", Body: []byte("two"), Delay: time.Minute, Priority: 3, Backoff: spec.Backoff},
+		"another delay":    {ID: "a", Body: []byte("one"), Delay: 2 * time.Minute, Priority: 3, Backoff: spec.Backoff},
+		"another priority": {ID: "a", Body: []byte("one"), Delay: time.Minute, Backoff: spec.Backoff},
+		"another backoff":  {ID: "a", Body: []byte("one"), Delay: time.Minute, Priority: 3},
+		"another run_at":   {ID: "b", Body: []byte("one"), RunAt: first.RunAt.Add(time.Millisecond)},
+	} {
+		if _, err := c.Enqueue(ctx, "t", other); !errors.Is(err, ErrExists) {
+			t.Errorf("%s: Enqueue = %v, want ErrExists", name, err)
+		}
+	}
+
+	// A job that failed once is no longer as the enqueue made it.
+	now := mustEnqueue(t, c, "t", Spec{ID: "c", Body: []byte("x")})
+	j := reserveOne(t, c, "t", time.Second)
+	if j == nil || j.ID != now.ID {
+		t.Fatalf("reserved %+v, want c", j)
+	}
+	hour := time.Hour
+	if _, err := c.Nack(ctx, "t", j.ID, j.Lease, NackOptions{Delay: &hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "c", Body: []byte("x")}); !errors.Is(err, ErrExists) {
+		t.Errorf("after a failure: Enqueue = %v, want ErrExists", err)
+	}
+	// Nor is one older than the replay window.
+	advance(c, 31*time.Second)
+	if _, err := c.Enqueue(ctx, "t", spec); !errors.Is(err, ErrExists) {
+		t.Errorf("after the replay window: Enqueue = %v, want ErrExists", err)
+	}
+}
+
 func TestEnqueueGeneratesTimeOrderedIDs(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestClient(t, Config{})
@@ -129,7 +185,7 @@ func TestEnqueueBatchEachJobAlone(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestClient(t, Config{Partitions: 4})
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "taken"})
+	mustEnqueue(t, c, "t", Spec{ID: "taken", Body: []byte("first")})
 	res, err := c.EnqueueBatch(ctx, "t", []Spec{
 		{ID: "a"}, {ID: "bad id"}, {ID: "taken"}, {ID: "b", Delay: time.Minute}, {ID: "a"}, {},
 	})

@@ -65,7 +65,7 @@ func runPrecision(ctx context.Context, env *Env, c Contestant) Result {
 		}
 	}
 	if dup := duplicates(aw.Deliveries); dup > 0 {
-		r.note("%d jobs were delivered more than once", dup)
+		r.note("jobs delivered more than once: %d", dup)
 	}
 	if len(byServer) > 0 {
 		s := summarize(byServer, 0)

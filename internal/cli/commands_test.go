@@ -135,7 +135,8 @@ func TestProduceCommands(t *testing.T) {
 		{[]string{"enqueue", "orders", "--priority", "5000"}, "invalid_argument: "},
 		{[]string{"enqueue", "bad topic!", "--body", "1"}, "invalid_argument: "},
 		{[]string{"enqueue", "orders", "--id", "dup"}, ""},
-		{[]string{"enqueue", "orders", "--id", "dup"}, "already_exists: "},
+		{[]string{"enqueue", "orders", "--id", "dup"}, ""}, // the same job again: safe to retry
+		{[]string{"enqueue", "orders", "--id", "dup", "--body", "2"}, "already_exists: "},
 		{[]string{"reschedule", "orders", "dup"}, "[delay run-at]"},
 	} {
 		_, err := s.run(t, tt.args...)

@@ -282,7 +282,7 @@ func TestBadRequests(t *testing.T) {
 func TestBatchItemErrors(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
-	e.enqueue("b", map[string]any{"id": "taken"})
+	e.enqueue("b", map[string]any{"id": "taken", "body": "first"})
 	body := `{"jobs": [
 		{"id": "one", "body": {"k": [1, 2]}},
 		{"id": "two", "ttr_ms": 99},

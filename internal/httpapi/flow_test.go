@@ -61,6 +61,24 @@ func TestEnqueueGetReserveAck(t *testing.T) {
 	}
 }
 
+// TestEnqueueRetried checks API.md's "retrying is always safe" for an enqueue: the same request
+// again answers 201 with the same job and stores nothing twice; another job with the id is 409.
+func TestEnqueueRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	req := `{"id": "o-1", "body": {"n": 1}, "delay_ms": 60000, "priority": 2}`
+	first := e.raw(e.url, "POST", "/v1/topics/orders/jobs", "application/json", req).want(t, http.StatusCreated)
+	again := e.raw(e.url, "POST", "/v1/topics/orders/jobs", "application/json", req).want(t, http.StatusCreated)
+	if string(first.body) != string(again.body) {
+		t.Errorf("the same enqueue again answered\n%s\nafter\n%s", again.body, first.body)
+	}
+	e.call("POST", "/v1/topics/orders/jobs", map[string]any{"id": "o-1", "body": map[string]int{"n": 2}, "delay_ms": 60000}).
+		wantError(t, http.StatusConflict, codeExists)
+	if st := decode[topicJSON](t, e.call("GET", "/v1/topics/orders", nil).want(t, http.StatusOK)); st.Delayed != 1 {
+		t.Errorf("%d jobs delayed, want 1", st.Delayed)
+	}
+}
+
 func TestBodies(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

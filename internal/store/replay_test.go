@@ -65,16 +65,36 @@ func TestEnqueueReplayAnswersCreated(t *testing.T) {
 	if diff := cmp.Diff(first, again); diff != "" {
 		t.Fatalf("replay answered differently (-first +replay):\n%s", diff)
 	}
-	if first[1] != 1 || first[3] != 0 {
+	if first[1] != 1 || first[4] != 0 {
 		t.Fatalf("first run: %v, want new added and old existing", first)
 	}
 	if c := counts(t, s, p); c.Delayed != 1 || c.Ready != 1 {
 		t.Fatalf("after replay: %+v", c)
 	}
-	// A new call with the same job is a duplicate.
-	dup := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{jobs[:1]})
+	// A new call with the same job is a repeat of the first: it answers the first's times.
+	rep := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{jobs[:1]})
+	if a := rep[0].Jobs[0]; a.Err != nil || a.CreatedMs != first[0] || a.RunAtMs != first[2] {
+		t.Fatalf("the same job again: %+v, want created %d, run at %d", a, first[0], first[2])
+	}
+	// A call holding a repeat replays it too.
+	mixed := write(p, NewCallID(), enqueueArgs([]NewJob{jobs[0], {ID: "newer", TTRMs: 1000}})...)
+	m1, err := s.run(ctx, enqueueScript, mixed).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m2, err := s.run(ctx, enqueueScript, mixed).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(m1, m2); diff != "" || m1[1] != 2 || m1[4] != 1 {
+		t.Fatalf("a call with a repeat and a new job: %v, then %v", m1, m2)
+	}
+	// With another body it is a duplicate.
+	other := jobs[0]
+	other.Body = []byte("b")
+	dup := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{other}})
 	if !errors.Is(dup[0].Jobs[0].Err, ErrExists) {
-		t.Fatalf("second call: %+v, want ErrExists", dup[0])
+		t.Fatalf("another job with the id: %+v, want ErrExists", dup[0])
 	}
 }
 

@@ -128,10 +128,13 @@ type NewJob struct {
 	Callback   string
 }
 
-// Added is the outcome of adding one job: its due time, or ErrExists.
+// Added is the outcome of adding one job: its due time and creation time, or ErrExists. A job
+// that an identical enqueue added within the replay window, still as it made it, counts as
+// added, with that enqueue's times: repeating an enqueue whose answer was lost is safe.
 type Added struct {
-	RunAtMs int64
-	Err     error
+	RunAtMs   int64
+	CreatedMs int64
+	Err       error
 }
 
 // Enqueued is the outcome of one partition's enqueue call: the server's time and each job's
@@ -252,15 +255,16 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	if err != nil {
 		return 0, nil, fmt.Errorf("delayq: enqueue: %w", err)
 	}
-	if len(vals) != 1+2*n {
-		return 0, nil, fmt.Errorf("delayq: enqueue: %d values in reply, want %d", len(vals), 1+2*n)
+	if len(vals) != 1+3*n {
+		return 0, nil, fmt.Errorf("delayq: enqueue: %d values in reply, want %d", len(vals), 1+3*n)
 	}
 	out := make([]Added, n)
 	for i := range out {
-		if vals[1+2*i] == 0 {
+		v := vals[1+3*i:]
+		if v[0] == 0 {
 			out[i].Err = ErrExists
 		}
-		out[i].RunAtMs = vals[2+2*i]
+		out[i].RunAtMs, out[i].CreatedMs = v[1], v[2]
 	}
 	return vals[0], out, nil
 }

@@ -4,13 +4,26 @@
 -- '0' pull; then n groups of 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
--- Returns: {now, status_1, run_at_1, ..., status_n, run_at_n}; status 1 = added, 0 = the id exists.
+-- Returns: {now, status_1, run_at_1, created_1, ..., status_n, run_at_n, created_n}; status 1 =
+-- added (created is now), 2 = the same job was added by an identical enqueue within the replay
+-- window and is still as that enqueue made it (its run_at and created are the first one's),
+-- 0 = the id exists (run_at and created 0).
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
--- one ZADD. The call records its time and the positions of the jobs that existed, from which a
--- second run of the call rebuilds the same answer and stores nothing. The record is read first:
--- by the second run the jobs may have been acked or cancelled, and must not come back.
+-- one ZADD. The call records its time, the positions of the jobs that existed and those of the
+-- repeats with their times, from which a second run of the call rebuilds the same answer and
+-- stores nothing. The record is read first: by the second run the jobs may have been acked or
+-- cancelled, and must not come back.
+-- A repeat is told by its record: the same fields, byte for byte, as this call would store, at
+-- the same due time, created no longer than the window ago, never failed (a failure rewrites
+-- the record) nor rescheduled (that changes the delay). So a caller whose answer was lost may
+-- send the same job again and learn that it was stored, without a second job.
 local n = tonumber(ARGV[3])
 local LANES = ARGV[4]
+
+-- add appends values to list t.
+local function add(t, ...)
+  for _, v in ipairs({...}) do t[#t + 1] = v end
+end
 
 -- replay answers a second run of this call from the record of the first run, or is nil when
 -- there is none (this is the first run).
@@ -18,23 +31,43 @@ local function replay()
   local r = recorded()
   if not r or r == '' then return nil end
   local rec = {cmsgpack.unpack(r)}
-  local now, existed = rec[1], {}
+  local now, existed, repeats = rec[1], {}, {}
   for _, i in ipairs(rec[2]) do existed[i] = true end
+  local rs = rec[3] or {}
+  for k = 1, #rs, 3 do repeats[rs[k]] = {rs[k + 1], rs[k + 2]} end
   local out = {now}
   for i = 0, n - 1 do
     local a = 5 + i * 5
     if existed[i] then
-      out[#out + 1] = 0
-      out[#out + 1] = 0
+      add(out, 0, 0, 0)
+    elseif repeats[i] then
+      add(out, 2, repeats[i][1], repeats[i][2])
     elseif ARGV[a + 1] ~= '' then
-      out[#out + 1] = 1
-      out[#out + 1] = now + tonumber(ARGV[a + 1])
+      add(out, 1, now + tonumber(ARGV[a + 1]), now)
     else
-      out[#out + 1] = 1
-      out[#out + 1] = tonumber(ARGV[a + 2])
+      add(out, 1, tonumber(ARGV[a + 2]), now)
     end
   end
   return out
+end
+
+-- repeat_of answers the due time and creation time of job id when its stored record is the one
+-- this call would store for it (head and tail), made within the window at the due time this
+-- call asks for (delay, or run_at when delay is ''); else nil.
+local function repeat_of(id, delay, run_at, head, tail)
+  if WINDOW == 0 then return nil end
+  local stored = redis.call('HGET', JOBS, id)
+  if not stored then return nil end
+  local f = {cmsgpack.unpack_limit(stored, F_DELAY)} -- the offset read to, then the fields
+  local created, d = f[1 + F_CREATED], f[1 + F_DELAY]
+  if NOW - created > WINDOW then return nil end
+  if delay ~= '' then
+    if d ~= tonumber(delay) then return nil end
+  elseif created + d ~= tonumber(run_at) then
+    return nil
+  end
+  if stored ~= head .. cmsgpack.pack(created, d) .. tail then return nil end
+  return created + d, created
 end
 
 local again = replay()
@@ -45,6 +78,7 @@ local prev = head_score()
 local soonest = {}
 local scheduled = {}
 local existed = {}
+local repeats = {}
 for i = 0, n - 1 do
   local a = 5 + i * 5
   local id = ARGV[a]
@@ -57,15 +91,19 @@ for i = 0, n - 1 do
     local lane = 'pull'
     if string.byte(LANES, i + 1) == 49 then lane = 'push' end
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
-    out[#out + 1] = 1
-    out[#out + 1] = t
+    add(out, 1, t, NOW)
   else
-    existed[#existed + 1] = i
-    out[#out + 1] = 0
-    out[#out + 1] = 0
+    local run_at, created = repeat_of(id, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+    if run_at then
+      add(repeats, i, run_at, created)
+      add(out, 2, run_at, created)
+    else
+      existed[#existed + 1] = i
+      add(out, 0, 0, 0)
+    end
   end
 end
 bulk('ZADD', DELAYED, scheduled)
 for lane, t in pairs(soonest) do notify_if_sooner(prev, t, lane) end
-if #scheduled > 0 then record(NOW, existed) end
+if #scheduled > 0 then record(NOW, existed, repeats) end
 return out
