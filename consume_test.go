@@ -194,7 +194,7 @@ func TestRetriesFollowTheBackoffThenDead(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{})
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(3), Backoff: []time.Duration{time.Second, 5 * time.Second}})
+	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: 3, Backoff: []time.Duration{time.Second, 5 * time.Second}})
 	for attempt, step := range []time.Duration{time.Second, 5 * time.Second, 5 * time.Second} {
 		j := reserveOne(t, c, "t", 0)
 		if j.Attempts != attempt+1 {
@@ -228,8 +228,10 @@ func TestDefaultBackoff(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{})
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(20)})
-	steps := append(slices.Clone(DefaultBackoff), DefaultBackoff[len(DefaultBackoff)-1])
+	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: 20})
+	DefaultBackoff()[0] = time.Hour // a caller changing its copy changes nothing
+	steps := DefaultBackoff()
+	steps = append(steps, steps[len(steps)-1])
 	for i, step := range steps {
 		j := reserveOne(t, c, "t", 0)
 		before := serverNow(t, c, rdb)

@@ -36,7 +36,7 @@ func FuzzSpecValidation(f *testing.F) {
 		l.setDefaults()
 		s := Spec{
 			ID: id, Delay: time.Duration(delayMs) * time.Millisecond, TTR: time.Duration(ttrMs) * time.Millisecond,
-			MaxRetries: &retries, Priority: priority, CallbackURL: callback,
+			MaxRetries: retries, Priority: priority, CallbackURL: callback,
 			Backoff: []time.Duration{time.Duration(backoffMs) * time.Millisecond},
 		}
 		j, err := l.toNewJob(s, newID)

@@ -100,8 +100,8 @@ func TestReserveWhoseReplyWasLost(t *testing.T) {
 	t.Parallel()
 	c, proxy := lostReplyClient(t)
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(0)})
-	mustEnqueue(t, c, "t", Spec{ID: "b", MaxRetries: intp(0)})
+	mustEnqueue(t, c, "t", Spec{ID: "a", NoRetries: true})
+	mustEnqueue(t, c, "t", Spec{ID: "b", NoRetries: true})
 
 	fired := proxy.DropReplyOnce(scriptCall("pull"))
 	jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 1})

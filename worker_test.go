@@ -123,7 +123,7 @@ func TestWorkerFailuresRetriesPanicsAndDeadLetters(t *testing.T) {
 		},
 	})
 	for _, id := range []string{"panic", "dead", "retry", "fail"} {
-		mustEnqueue(t, c, "t", Spec{ID: id, MaxRetries: intp(5)})
+		mustEnqueue(t, c, "t", Spec{ID: id, MaxRetries: 5})
 	}
 	waitFor(t, func() bool {
 		p, _ := c.Get(ctx, "t", "panic")

@@ -67,7 +67,7 @@ func toJobJSON(j *delayq.Job) *jobJSON {
 	}
 	backoff := j.Backoff
 	if backoff == nil {
-		backoff = delayq.DefaultBackoff
+		backoff = delayq.DefaultBackoff()
 	}
 	out.BackoffMs = make([]int64, len(backoff))
 	for i, d := range backoff {
