@@ -26,7 +26,7 @@ func bury(t *testing.T, c *Client, topic string, n int) []string {
 			t.Fatal(err)
 		}
 		for _, j := range jobs {
-			if dead, err := c.Nack(ctx, topic, j.ID, j.Lease, NackOptions{Error: "boom"}); err != nil || !dead {
+			if dead, err := c.Nack(ctx, Lease{Topic: topic, ID: j.ID, Token: j.LeaseToken}, NackOptions{Error: "boom"}); err != nil || !dead {
 				t.Fatalf("Nack = %v, %v", dead, err)
 			}
 			buried++

@@ -71,13 +71,16 @@ type Job struct {
 	Priority      int
 	CallbackURL   string
 	LastError     string
-	Lease         string    // the lease token, on reserved jobs returned by Reserve
+	LeaseToken    string    // on the reserved jobs Reserve returns; see Lease
 	LeaseDeadline time.Time // zero unless reserved
 	// LeasedAt is when this delivery was leased, by the Redis server's clock: set on the jobs
 	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
 	LeasedAt time.Time
 	DiedAt   time.Time // zero unless dead
 }
+
+// Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.
+func (j *Job) Lease() Lease { return Lease{Topic: j.Topic, ID: j.ID, Token: j.LeaseToken} }
 
 // Lateness is how long after it was due this delivery was leased: from the later of RunAt and
 // CreatedAt (a run_at in the past makes a job due when it is enqueued, not before) to
@@ -108,7 +111,7 @@ func jobFromRecord(topic string, r store.Record) *Job {
 		Priority:    r.Priority,
 		CallbackURL: r.Callback,
 		LastError:   r.LastError,
-		Lease:       r.Lease,
+		LeaseToken:  r.Lease,
 	}
 	if r.BackoffMs != nil {
 		j.Backoff = make([]time.Duration, len(r.BackoffMs))

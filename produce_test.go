@@ -91,7 +91,7 @@ func TestEnqueueRepeatedAnswersTheFirst(t *testing.T) {
 		t.Fatalf("reserved %+v, want c", j)
 	}
 	hour := time.Hour
-	if _, err := c.Nack(ctx, "t", j.ID, j.Lease, NackOptions{Delay: &hour}); err != nil {
+	if _, err := c.Nack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Delay: &hour}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Enqueue(ctx, "t", Spec{ID: "c", Body: []byte("x")}); !errors.Is(err, ErrExists) {

@@ -89,7 +89,7 @@ func toJobsJSON(jobs []*delayq.Job, withLease bool) []*jobJSON {
 	for _, j := range jobs {
 		o := toJobJSON(j)
 		if withLease {
-			o.Lease = j.Lease
+			o.Lease = j.LeaseToken
 		}
 		out = append(out, o)
 	}
