@@ -413,7 +413,7 @@ func (c *Client) Ack(ctx context.Context, l Lease) error {
 	if err != nil {
 		return err
 	}
-	err, ok := c.acker.do(ctx, ackReq{part: p, lease: store.Lease{ID: l.ID, Token: l.Token}})
+	err, ok := c.acker.Do(ctx, ackReq{part: p, lease: store.Lease{ID: l.ID, Token: l.Token}})
 	if !ok {
 		return ctx.Err()
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/delayq/delayq/internal/ids"
 	"github.com/delayq/delayq/internal/redistest"
 )
 
@@ -39,7 +40,7 @@ func FuzzSpecValidation(f *testing.F) {
 			MaxRetries: retries, Priority: priority, CallbackURL: callback,
 			Backoff: []time.Duration{time.Duration(backoffMs) * time.Millisecond},
 		}
-		j, err := l.toNewJob(s, newID)
+		j, err := l.toNewJob(s, ids.New)
 		if err != nil {
 			if !errors.Is(err, ErrInvalid) {
 				t.Fatalf("error %v is not ErrInvalid", err)

@@ -7,31 +7,6 @@ import (
 	"github.com/delayq/delayq/internal/store"
 )
 
-// byPartition groups items by the partition each belongs to, keeping their order, and
-// remembers where each came from, so that one script call per partition can serve them all.
-type byPartition[T any] struct {
-	parts     []keys.Partition
-	groups    [][]T
-	positions [][]int // groups[g][k] is item positions[g][k]
-	index     map[keys.Partition]int
-}
-
-func (b *byPartition[T]) add(p keys.Partition, item T, position int) {
-	if b.index == nil {
-		b.index = map[keys.Partition]int{}
-	}
-	g, ok := b.index[p]
-	if !ok {
-		g = len(b.parts)
-		b.index[p] = g
-		b.parts = append(b.parts, p)
-		b.groups = append(b.groups, nil)
-		b.positions = append(b.positions, nil)
-	}
-	b.groups[g] = append(b.groups[g], item)
-	b.positions[g] = append(b.positions[g], position)
-}
-
 type enqueueReq struct {
 	topic string
 	part  keys.Partition
@@ -45,13 +20,13 @@ type enqueueRes struct {
 
 // flushEnqueues stores the jobs of concurrent Enqueue calls in one round trip.
 func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueueRes {
-	var b byPartition[store.NewJob]
+	var b store.ByPartition[store.NewJob]
 	for i, r := range reqs {
-		b.add(r.part, r.job, i)
+		b.Add(r.part, r.job, i)
 	}
 	out := make([]enqueueRes, len(reqs))
-	res := c.store.EnqueueMany(ctx, b.parts, b.groups)
-	for g, positions := range b.positions {
+	res := c.store.EnqueueMany(ctx, b.Parts, b.Groups)
+	for g, positions := range b.Positions {
 		for k, i := range positions {
 			switch r := res[g]; {
 			case r.Err != nil:
@@ -73,13 +48,13 @@ type ackReq struct {
 
 // flushAcks acks the leases of concurrent Ack calls in one round trip.
 func (c *Client) flushAcks(ctx context.Context, reqs []ackReq) []error {
-	var b byPartition[store.Lease]
+	var b store.ByPartition[store.Lease]
 	for i, r := range reqs {
-		b.add(r.part, r.lease, i)
+		b.Add(r.part, r.lease, i)
 	}
 	out := make([]error, len(reqs))
-	results, errs := c.store.AckMany(ctx, b.parts, b.groups)
-	for g, positions := range b.positions {
+	results, errs := c.store.AckMany(ctx, b.Parts, b.Groups)
+	for g, positions := range b.Positions {
 		for k, i := range positions {
 			if errs[g] != nil {
 				out[i] = errs[g]
@@ -94,7 +69,7 @@ func (c *Client) flushAcks(ctx context.Context, reqs []ackReq) []error {
 // ridingAcks are acks that travel with reserve calls, each partition's with the call to that
 // partition, and errs their outcomes in the order they came.
 type ridingAcks struct {
-	by    byPartition[store.Lease]
+	by    store.ByPartition[store.Lease]
 	taken map[keys.Partition]bool
 	errs  []error
 }
@@ -102,25 +77,25 @@ type ridingAcks struct {
 func newRidingAcks(acks []ackReq) *ridingAcks {
 	r := &ridingAcks{taken: map[keys.Partition]bool{}, errs: make([]error, len(acks))}
 	for i, a := range acks {
-		r.by.add(a.part, a.lease, i)
+		r.by.Add(a.part, a.lease, i)
 	}
 	return r
 }
 
 // take returns the acks of partition p, to go with the reserve call to p.
 func (r *ridingAcks) take(p keys.Partition) []store.Lease {
-	g, ok := r.by.index[p]
+	g, ok := r.by.Group(p)
 	if !ok {
 		return nil
 	}
 	r.taken[p] = true
-	return r.by.groups[g]
+	return r.by.Groups[g]
 }
 
 // settle records the outcomes of partition p's acks.
 func (r *ridingAcks) settle(p keys.Partition, errs []error) {
-	if g, ok := r.by.index[p]; ok {
-		for k, i := range r.by.positions[g] {
+	if g, ok := r.by.Group(p); ok {
+		for k, i := range r.by.Positions[g] {
 			r.errs[i] = errs[k]
 		}
 	}
@@ -129,9 +104,9 @@ func (r *ridingAcks) settle(p keys.Partition, errs []error) {
 // rest returns the acks of the partitions no reserve call took.
 func (r *ridingAcks) rest() []ackReq {
 	var out []ackReq
-	for g, p := range r.by.parts {
+	for g, p := range r.by.Parts {
 		if !r.taken[p] {
-			for _, l := range r.by.groups[g] {
+			for _, l := range r.by.Groups[g] {
 				out = append(out, ackReq{part: p, lease: l})
 			}
 		}
@@ -142,9 +117,9 @@ func (r *ridingAcks) rest() []ackReq {
 // settleRest records the outcomes of rest()'s acks, in its order.
 func (r *ridingAcks) settleRest(errs []error) {
 	k := 0
-	for g, p := range r.by.parts {
+	for g, p := range r.by.Parts {
 		if !r.taken[p] {
-			for _, i := range r.by.positions[g] {
+			for _, i := range r.by.Positions[g] {
 				r.errs[i] = errs[k]
 				k++
 			}

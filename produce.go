@@ -28,7 +28,7 @@ func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error
 	}
 	for try := 0; ; try++ {
 		part := c.store.Partition(topic, keys.PartitionOf(j.ID, n))
-		res, ok := c.enqueuer.do(ctx, enqueueReq{topic: topic, part: part, job: j})
+		res, ok := c.enqueuer.Do(ctx, enqueueReq{topic: topic, part: part, job: j})
 		if !ok {
 			return nil, ctx.Err()
 		}

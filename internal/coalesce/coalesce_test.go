@@ -1,4 +1,4 @@
-package delayq
+package coalesce
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // than allowed.
 func TestCoalescerGroupsCalls(t *testing.T) {
 	var flushes, running, most atomic.Int64
-	c := newCoalescer(100, 2, func(_ context.Context, reqs []int) []int {
+	c := New(100, 2, func(_ context.Context, reqs []int) []int {
 		flushes.Add(1)
 		now := running.Add(1)
 		for {
@@ -33,7 +33,7 @@ func TestCoalescerGroupsCalls(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range calls {
 		wg.Go(func() {
-			res, ok := c.do(context.Background(), i)
+			res, ok := c.Do(context.Background(), i)
 			if !ok || res != 2*i {
 				t.Errorf("call %d: %d, %v", i, res, ok)
 			}
@@ -48,7 +48,7 @@ func TestCoalescerGroupsCalls(t *testing.T) {
 	}
 	// The coalescer is idle again: a lone call flushes at once.
 	before := flushes.Load()
-	if res, ok := c.do(context.Background(), 7); !ok || res != 14 || flushes.Load() != before+1 {
+	if res, ok := c.Do(context.Background(), 7); !ok || res != 14 || flushes.Load() != before+1 {
 		t.Fatalf("lone call: %d, %v, %d flushes", res, ok, flushes.Load()-before)
 	}
 }
@@ -57,19 +57,19 @@ func TestCoalescerGroupsCalls(t *testing.T) {
 // are not affected.
 func TestCoalescerCallerGivesUp(t *testing.T) {
 	release := make(chan struct{})
-	c := newCoalescer(10, 1, func(_ context.Context, reqs []int) []int {
+	c := New(10, 1, func(_ context.Context, reqs []int) []int {
 		<-release
 		return reqs
 	})
-	go c.do(context.Background(), 1) // holds the only flush slot
+	go c.Do(context.Background(), 1) // holds the only flush slot
 	time.Sleep(10 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, ok := c.do(ctx, 2); ok {
+	if _, ok := c.Do(ctx, 2); ok {
 		t.Fatal("a call whose context ended reported a result")
 	}
 	close(release)
-	if res, ok := c.do(context.Background(), 3); !ok || res != 3 {
+	if res, ok := c.Do(context.Background(), 3); !ok || res != 3 {
 		t.Fatalf("later call: %d, %v", res, ok)
 	}
 }

@@ -1,4 +1,5 @@
-package delayq
+// Package coalesce groups concurrent calls into shared round trips to Redis.
+package coalesce
 
 import (
 	"context"
@@ -6,12 +7,12 @@ import (
 	"sync"
 )
 
-// coalescer groups concurrent calls into shared round trips to Redis, like a database's group
+// Coalescer groups concurrent calls into shared round trips to Redis, like a database's group
 // commit: while a flush is in flight, calls that arrive queue up and leave together in the
 // next one. A call made while a flush slot is free leaves at once, so no timer adds latency,
 // and a call with nobody to share with flushes on its own goroutine; under load, one script
 // call carries many jobs and Redis spends its time on jobs, not on per-call overhead.
-type coalescer[Req, Res any] struct {
+type Coalescer[Req, Res any] struct {
 	flush       func(ctx context.Context, reqs []Req) []Res // one result per request, in order
 	maxBatch    int
 	maxInFlight int
@@ -28,13 +29,15 @@ type waiter[Req, Res any] struct {
 	done chan struct{}
 }
 
-func newCoalescer[Req, Res any](maxBatch, maxInFlight int, flush func(context.Context, []Req) []Res) *coalescer[Req, Res] {
-	return &coalescer[Req, Res]{flush: flush, maxBatch: maxBatch, maxInFlight: maxInFlight}
+// New returns a Coalescer that sends up to maxBatch requests per flush, with at most
+// maxInFlight flushes at once. flush returns one result per request, in order.
+func New[Req, Res any](maxBatch, maxInFlight int, flush func(context.Context, []Req) []Res) *Coalescer[Req, Res] {
+	return &Coalescer[Req, Res]{flush: flush, maxBatch: maxBatch, maxInFlight: maxInFlight}
 }
 
-// do queues req and returns its result once the flush that carried it is done. When ctx ends
+// Do queues req and returns its result once the flush that carried it is done. When ctx ends
 // first it returns ok false: the request may still take effect, as with any timed-out call.
-func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (res Res, ok bool) {
+func (c *Coalescer[Req, Res]) Do(ctx context.Context, req Req) (res Res, ok bool) {
 	w := &waiter[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
@@ -66,7 +69,7 @@ func (c *coalescer[Req, Res]) do(ctx context.Context, req Req) (res Res, ok bool
 
 // handOff gives back a caller's flush slot, or passes it on to a goroutine that flushes the
 // calls queued meanwhile: the caller returns with its result however long the queue stays full.
-func (c *coalescer[Req, Res]) handOff() {
+func (c *Coalescer[Req, Res]) handOff() {
 	c.mu.Lock()
 	idle := len(c.queue) == 0
 	if idle {
@@ -79,7 +82,7 @@ func (c *coalescer[Req, Res]) handOff() {
 }
 
 // run flushes queued requests until the queue is empty, and then gives back its flush slot.
-func (c *coalescer[Req, Res]) run() {
+func (c *Coalescer[Req, Res]) run() {
 	for {
 		// Yield first: the callers the last flush just woke are about to call again, and the
 		// next flush should carry them all rather than the first one or two.

@@ -1,4 +1,5 @@
-package delayq
+// Package ids makes the ids of jobs enqueued without one.
+package ids
 
 import (
 	"crypto/rand"
@@ -8,24 +9,28 @@ import (
 	"github.com/oklog/ulid/v2"
 )
 
-// idGen makes the ids of jobs enqueued without one: ULIDs (github.com/ulid/spec), 26
+// Generator makes the ids of jobs enqueued without one: ULIDs (github.com/ulid/spec), 26
 // characters of Crockford base32 — 48 bits of Unix milliseconds, then 80 random bits that count
 // up within a millisecond — so that ids sort as they were made, for ten thousand years, and
 // never start with '-'. Two processes drawing the same id is left to chance (2^-80 per pair in
 // one millisecond); Enqueue then draws again.
-type idGen struct {
+type Generator struct {
 	mu      sync.Mutex
 	lastMs  uint64
 	entropy *ulid.MonotonicEntropy
 }
 
-var ids = idGen{entropy: ulid.Monotonic(rand.Reader, 0)}
+// NewGenerator returns a Generator drawing from crypto/rand.
+func NewGenerator() *Generator { return &Generator{entropy: ulid.Monotonic(rand.Reader, 0)} }
 
-func newID() string { return ids.make(time.Now()) }
+var process = NewGenerator()
 
-// make returns the next id for the time now; a clock that steps back keeps the last time, so
+// New returns the process's next id.
+func New() string { return process.Make(time.Now()) }
+
+// Make returns the next id for the time now; a clock that steps back keeps the last time, so
 // that ids never go back either.
-func (g *idGen) make(now time.Time) string {
+func (g *Generator) Make(now time.Time) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ms := max(ulid.Timestamp(now), g.lastMs)
@@ -34,7 +39,7 @@ func (g *idGen) make(now time.Time) string {
 		ms++
 		id, err = ulid.New(ms, g.entropy)
 		if err != nil {
-			panic("delayq: making a job id: " + err.Error())
+			panic("ids: making a job id: " + err.Error())
 		}
 	}
 	g.lastMs = ms
