@@ -23,26 +23,9 @@ if [ "${#missing[@]}" -eq 0 ]; then
 	exit 0
 fi
 
-if ! command -v apt-get >/dev/null 2>&1; then
-	echo "ensure-example-tools: ${missing[*]} required (for the docs/consumers.md examples) but not on PATH, and apt-get is not available." >&2
-	echo "ensure-example-tools: install python3 (3.8+), Node.js (18+), curl and jq with your package manager." >&2
-	exit 1
-fi
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "ensure-example-tools: need root or sudo to run: $*" >&2
-		exit 1
-	fi
-}
-
-echo "ensure-example-tools: installing ${missing[*]} with apt-get" >&2
-as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+bash "$(dirname "${BASH_SOURCE[0]}")/ensure-debian-packages.sh" ensure-example-tools \
+	"install python3 (3.8+), Node.js (18+), curl and jq with your package manager (for the docs/consumers.md examples)." \
+	"${missing[@]}" -- python3 node curl jq
 
 if ! python_ok || ! node_ok || ! command -v curl >/dev/null 2>&1 || ! command -v jq >/dev/null 2>&1; then
 	echo "ensure-example-tools: still missing after installing (python3 3.8+, node 18+, curl, jq; PATH=$PATH)" >&2

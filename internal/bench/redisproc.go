@@ -68,15 +68,11 @@ func startRedis(ctx context.Context, bin string, extraArgs []string) (*RedisServ
 	defer rdb.Close()
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err = p.WaitReady(wctx, 10*time.Millisecond, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		return rdb.Ping(pctx).Err()
-	})
+	err = p.WaitReady(wctx, 10*time.Millisecond, redisproc.PingReady(rdb))
 	if err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
+		log := redisproc.LogTail(filepath.Join(dir, "redis.log"), 30)
 		s.Stop()
-		return nil, fmt.Errorf("bench: %w; redis.log:\n%s", err, log)
+		return nil, fmt.Errorf("bench: %w; end of redis.log:\n%s", err, log)
 	}
 	return s, nil
 }

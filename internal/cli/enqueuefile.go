@@ -48,21 +48,11 @@ type fileBatch struct {
 // enqueueFile enqueues every line of a JSON Lines file into topic, through the batch endpoint.
 // It reports each line that failed, and returns an error when any did.
 func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, path string) error {
-	var in io.Reader
-	var size int64
-	if path == "-" {
-		in = os.Stdin
-	} else {
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("--file: %w", err)
-		}
-		defer f.Close()
-		if st, err := f.Stat(); err == nil {
-			size = st.Size()
-		}
-		in = f
+	in, size, err := openInput(path)
+	if err != nil {
+		return err
 	}
+	defer in.Close()
 	counted := &countingReader{r: in}
 	r := bufio.NewReaderSize(counted, 1<<20)
 	bar := newProgress(out.errw, size)
@@ -73,28 +63,14 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 		if len(b.jobs) == 0 {
 			return nil
 		}
-		bctx, cancel := out.bound(ctx, 0)
-		res, err := c.EnqueueBatchRaw(bctx, topic, b.jobs)
-		cancel()
-		if err == nil && len(res) != len(b.jobs) {
-			err = fmt.Errorf("the server answered %d results for %d jobs", len(res), len(b.jobs))
-		}
-		if err != nil {
-			return fmt.Errorf("sending lines %d to %d: %w", b.lines[0], b.lines[len(b.lines)-1], err)
-		}
-		for i, item := range res {
-			if item.Error != nil {
-				sum.Failed = append(sum.Failed, lineFailure{Line: b.lines[i], ID: lineID(b.jobs[i]), Error: item.Error})
-			} else {
-				sum.Added++
-			}
+		if err := b.send(ctx, c, out, topic, &sum); err != nil {
+			return err
 		}
 		b = fileBatch{}
 		bar.update(counted.n, sum.Added, len(sum.Failed))
 		return nil
 	}
 
-	var err error
 	for lineNo := 1; err == nil; lineNo++ {
 		var line []byte
 		line, err = readLine(r)
@@ -134,6 +110,45 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 	serr := send()
 	bar.finish()
 	return sum.report(out, serr)
+}
+
+// openInput opens the file --file names, standard input for "-", and returns its size when
+// known (0 otherwise).
+func openInput(path string) (io.ReadCloser, int64, error) {
+	if path == "-" {
+		return io.NopCloser(os.Stdin), 0, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--file: %w", err)
+	}
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
+	return f, size, nil
+}
+
+// send enqueues the batch's lines in one request and adds each line's outcome to sum. An
+// error means the request as a whole failed, and no line's outcome is known.
+func (b *fileBatch) send(ctx context.Context, c *apiclient.Client, out *output, topic string, sum *fileSummary) error {
+	bctx, cancel := out.bound(ctx, 0)
+	res, err := c.EnqueueBatchRaw(bctx, topic, b.jobs)
+	cancel()
+	if err == nil && len(res) != len(b.jobs) {
+		err = fmt.Errorf("the server answered %d results for %d jobs", len(res), len(b.jobs))
+	}
+	if err != nil {
+		return fmt.Errorf("sending lines %d to %d: %w", b.lines[0], b.lines[len(b.lines)-1], err)
+	}
+	for i, item := range res {
+		if item.Error != nil {
+			sum.Failed = append(sum.Failed, lineFailure{Line: b.lines[i], ID: lineID(b.jobs[i]), Error: item.Error})
+		} else {
+			sum.Added++
+		}
+	}
+	return nil
 }
 
 // report prints the summary and returns the error Run should end with: cause, or a count of

@@ -50,19 +50,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	if err != nil {
 		return err
 	}
-	started.add(func() {
-		if err := rdb.Close(); err != nil {
-			log.Warn("closing the Redis client", "err", err)
-		}
-		if emb == nil {
-			return
-		}
-		sctx, cancel := context.WithTimeout(bg, redisStopTimeout)
-		defer cancel()
-		if err := emb.Stop(sctx); err != nil {
-			log.Error("stopping the embedded redis-server", "err", err)
-		}
-	})
+	started.add(func() { closeRedis(bg, rdb, emb, log) })
 
 	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.namespace, Partitions: cfg.partitions, Logger: log})
 	if err != nil {
@@ -74,6 +62,62 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		}
 	})
 
+	handler, stopPush, err := newAPI(ctx, cfg, opts, dq, rdb, log, &started)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", cfg.listen, err)
+	}
+	tracked := newInflight(handler)
+	base, cancelBase := context.WithCancel(bg)
+	defer cancelBase()
+	srv := newHTTPServer(base, tracked, cfg.requestTimeout, log)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "redis", redisDesc,
+		"namespace", cfg.namespace, "auth", len(cfg.tokens) > 0, "webhooks", opts.secret != nil)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-served:
+		log.Error("the HTTP server failed", "err", serveErr)
+	}
+
+	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(bg, cfg.shutdownTimeout)
+	defer cancel()
+	shutdown(sctx, srv, tracked, cancelBase, stopPush, log)
+	started.close()
+	log.Info("stopped")
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("serving HTTP: %w", serveErr)
+	}
+	return nil
+}
+
+// closeRedis closes the Redis client and then stops the embedded redis-server, if any.
+func closeRedis(ctx context.Context, rdb redis.UniversalClient, emb *embedded.Redis, log *slog.Logger) {
+	if err := rdb.Close(); err != nil {
+		log.Warn("closing the Redis client", "err", err)
+	}
+	if emb == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, redisStopTimeout)
+	defer cancel()
+	if err := emb.Stop(ctx); err != nil {
+		log.Error("stopping the embedded redis-server", "err", err)
+	}
+}
+
+// newAPI builds the HTTP API on dq and, with --webhook-secret, starts push delivery. It
+// returns the handler and a function that stops push delivery (a no-op without it), which it
+// also adds to started, for a failed start-up.
+func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, log *slog.Logger, started *closers) (http.Handler, func(context.Context), error) {
 	var m *metrics.Metrics
 	var reg *prometheus.Registry
 	if cfg.metrics {
@@ -108,92 +152,73 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		Logger:         log,
 	})
 	if err != nil {
-		return fmt.Errorf("building the HTTP API: %w", err)
+		return nil, nil, fmt.Errorf("building the HTTP API: %w", err)
 	}
 	if !cfg.metrics {
 		handler = withoutMetrics(handler)
 	}
-
-	stopDispatcher := func(context.Context) {}
-	if opts.secret != nil {
-		d, err := webhook.New(webhook.Config{
-			Client: dq, Secret: opts.secret, PreviousSecret: opts.previous, Guard: guard, Concurrency: cfg.webhookConcurrency, Metrics: m, Logger: log,
-		})
-		if err != nil {
-			return fmt.Errorf("starting webhook delivery: %w", err)
-		}
-		if err := d.Start(ctx); err != nil {
-			return fmt.Errorf("starting webhook delivery: %w", err)
-		}
-		watchPush = func(topic string) {
-			if err := d.Watch(ctx, topic); err != nil {
-				log.Debug("webhook delivery: watching a new topic", "topic", topic, "err", err)
-			}
-		}
-		stopDispatcher = func(ctx context.Context) {
-			if err := d.Stop(ctx); err != nil {
-				log.Warn("webhook deliveries cut short by the shutdown timeout; their leases were released", "err", err)
-			}
-		}
-		// A no-op after the shutdown below has stopped it.
-		started.add(func() { stopDispatcher(bg) })
+	if opts.secret == nil {
+		return handler, func(context.Context) {}, nil
 	}
 
-	ln, err := net.Listen("tcp", cfg.listen)
+	d, err := webhook.New(webhook.Config{
+		Client: dq, Secret: opts.secret, PreviousSecret: opts.previous, Guard: guard, Concurrency: cfg.webhookConcurrency, Metrics: m, Logger: log,
+	})
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", cfg.listen, err)
+		return nil, nil, fmt.Errorf("starting webhook delivery: %w", err)
 	}
-	tracked := newInflight(handler)
-	base, cancelBase := context.WithCancel(bg)
-	defer cancelBase()
-	srv := &http.Server{
-		Handler:           tracked,
+	if err := d.Start(ctx); err != nil {
+		return nil, nil, fmt.Errorf("starting webhook delivery: %w", err)
+	}
+	watchPush = func(topic string) {
+		if err := d.Watch(ctx, topic); err != nil {
+			log.Debug("webhook delivery: watching a new topic", "topic", topic, "err", err)
+		}
+	}
+	stop := func(ctx context.Context) {
+		if err := d.Stop(ctx); err != nil {
+			log.Warn("webhook deliveries cut short by the shutdown timeout; their leases were released", "err", err)
+		}
+	}
+	// A no-op after the shutdown has stopped it.
+	started.add(func() { stop(context.WithoutCancel(ctx)) })
+	return handler, stop, nil
+}
+
+// newHTTPServer returns the server of the API, whose requests run under base.
+func newHTTPServer(base context.Context, h http.Handler, requestTimeout time.Duration, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
-		WriteTimeout:      maxReserveWait + cfg.requestTimeout + writeMargin,
+		WriteTimeout:      maxReserveWait + requestTimeout + writeMargin,
 		IdleTimeout:       idleTimeout,
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "redis", redisDesc,
-		"namespace", cfg.namespace, "auth", len(cfg.tokens) > 0, "webhooks", opts.secret != nil)
+}
 
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-served:
-		log.Error("the HTTP server failed", "err", serveErr)
-	}
-
-	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(bg, cfg.shutdownTimeout)
-	defer cancel()
+// shutdown stops srv and push delivery side by side, cutting both short when ctx ends. The
+// long polls still waiting once all other requests have finished are ended through
+// cancelBase, the cancel of srv's base context, so that a shutdown does not wait a minute
+// for them.
+func shutdown(ctx context.Context, srv *http.Server, tracked *inflight, cancelBase context.CancelFunc, stopPush func(context.Context), log *slog.Logger) {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		// Requests other than long polls finish on their own; once they have, the long polls
-		// still waiting are ended, so that a shutdown does not wait a minute for them.
 		select {
 		case <-tracked.drained():
-		case <-sctx.Done():
+		case <-ctx.Done():
 		}
 		cancelBase()
 	})
 	wg.Go(func() {
-		if err := srv.Shutdown(sctx); err != nil {
+		if err := srv.Shutdown(ctx); err != nil {
 			log.Warn("requests still in flight at the shutdown timeout were cut", "err", err)
 			_ = srv.Close()
 		}
 	})
-	wg.Go(func() { stopDispatcher(sctx) })
+	wg.Go(func() { stopPush(ctx) })
 	wg.Wait()
-	started.close()
-	log.Info("stopped")
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("serving HTTP: %w", serveErr)
-	}
-	return nil
 }
 
 // closers are stop functions, run last first by close.

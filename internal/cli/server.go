@@ -122,35 +122,7 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 			break
 		}
 	}
-	if c.webhookSecret != "" {
-		if !strings.HasPrefix(c.webhookSecret, "whsec_") {
-			fail(`--webhook-secret: must start with "whsec_": a Standard Webhooks secret is "whsec_" followed by the base64 of 24 to 64 random bytes`)
-		} else if key, err := webhook.ParseSecret(c.webhookSecret); err != nil {
-			fail("--webhook-secret: %w", err)
-		} else {
-			o.secret = key
-		}
-	}
-	if c.webhookPrevious != "" {
-		switch key, err := webhook.ParseSecret(c.webhookPrevious); {
-		case c.webhookSecret == "":
-			fail("--webhook-secret-previous: needs --webhook-secret, the secret that replaces it")
-		case err != nil:
-			fail("--webhook-secret-previous: %w", err)
-		case c.webhookPrevious == c.webhookSecret:
-			fail("--webhook-secret-previous: the same as --webhook-secret; unset it when no rotation is under way")
-		default:
-			o.previous = key
-		}
-	}
-	for _, s := range c.allowCIDRs {
-		p, err := parsePrefix(s)
-		if err != nil {
-			fail("--webhook-allow-cidr: %w", err)
-			continue
-		}
-		o.allow = append(o.allow, p)
-	}
+	c.validateWebhooks(&o, fail)
 	switch c.logFormat {
 	case "text", "json":
 	default:
@@ -180,6 +152,39 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 		return nil, err
 	}
 	return &o, nil
+}
+
+// validateWebhooks checks the push delivery settings and sets their parsed forms in o.
+func (c *serverConfig) validateWebhooks(o *serverOptions, fail func(format string, args ...any)) {
+	if c.webhookSecret != "" {
+		if !strings.HasPrefix(c.webhookSecret, "whsec_") {
+			fail(`--webhook-secret: must start with "whsec_": a Standard Webhooks secret is "whsec_" followed by the base64 of 24 to 64 random bytes`)
+		} else if key, err := webhook.ParseSecret(c.webhookSecret); err != nil {
+			fail("--webhook-secret: %w", err)
+		} else {
+			o.secret = key
+		}
+	}
+	if c.webhookPrevious != "" {
+		switch key, err := webhook.ParseSecret(c.webhookPrevious); {
+		case c.webhookSecret == "":
+			fail("--webhook-secret-previous: needs --webhook-secret, the secret that replaces it")
+		case err != nil:
+			fail("--webhook-secret-previous: %w", err)
+		case c.webhookPrevious == c.webhookSecret:
+			fail("--webhook-secret-previous: the same as --webhook-secret; unset it when no rotation is under way")
+		default:
+			o.previous = key
+		}
+	}
+	for _, s := range c.allowCIDRs {
+		p, err := parsePrefix(s)
+		if err != nil {
+			fail("--webhook-allow-cidr: %w", err)
+			continue
+		}
+		o.allow = append(o.allow, p)
+	}
 }
 
 // parsePrefix reads a CIDR prefix, or a single address as the prefix of just that address.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -76,18 +75,14 @@ func (r *Redis) waitReady(ctx context.Context, p *redisproc.Process) error {
 		DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second,
 	})
 	defer rdb.Close()
-	err := p.WaitReady(ctx, 10*time.Millisecond, func(ctx context.Context) error {
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		return rdb.Ping(pctx).Err()
-	})
+	err := p.WaitReady(ctx, 10*time.Millisecond, redisproc.PingReady(rdb))
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, redisproc.ErrExited):
-		return fmt.Errorf("embedded redis: %w; end of %s:\n%s", err, r.logPath(), logTail(r.logPath(), 15))
+		return fmt.Errorf("embedded redis: %w; end of %s:\n%s", err, r.logPath(), redisproc.LogTail(r.logPath(), 15))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("embedded redis: redis-server did not answer within %v: %w; end of %s:\n%s", r.cfg.StartTimeout, err, r.logPath(), logTail(r.logPath(), 15))
+		return fmt.Errorf("embedded redis: redis-server did not answer within %v: %w; end of %s:\n%s", r.cfg.StartTimeout, err, r.logPath(), redisproc.LogTail(r.logPath(), 15))
 	default:
 		return fmt.Errorf("embedded redis: waiting for redis-server to start: %w", err)
 	}
@@ -117,24 +112,4 @@ func infoField(info, name string) string {
 		}
 	}
 	return ""
-}
-
-// logTail returns the last n lines of the file at path, for error messages.
-func logTail(path string, n int) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	defer f.Close()
-	const maxRead = 8 << 10
-	if st, err := f.Stat(); err == nil && st.Size() > maxRead {
-		_, _ = f.Seek(st.Size()-maxRead, 0)
-	}
-	buf := make([]byte, maxRead)
-	k, _ := io.ReadFull(f, buf)
-	lines := strings.Split(strings.TrimRight(string(buf[:k]), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

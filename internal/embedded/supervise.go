@@ -26,7 +26,7 @@ func (r *Redis) supervise(p *redisproc.Process) {
 		}
 		r.log.Error("embedded redis-server exited unexpectedly; restarting it",
 			"pid", p.Pid(), "status", p.ExitErr(), "uptime", time.Since(p.Started()).Round(time.Millisecond),
-			"log", logTail(r.logPath(), 5), "retry_in", backoff)
+			"log", redisproc.LogTail(r.logPath(), 5), "retry_in", backoff)
 		r.mu.Lock()
 		r.proc = nil
 		r.mu.Unlock()

@@ -13,8 +13,11 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Binary returns the path of redis-server on PATH, or an error that says how to install it.
@@ -155,23 +158,73 @@ var ErrExited = errors.New("redis-server exited during start-up")
 // WaitReady calls ready every interval until it returns nil, the process exits (ErrExited,
 // with its exit status), or ctx ends (the last error of ready, or ctx's).
 func (p *Process) WaitReady(ctx context.Context, interval time.Duration, ready func(context.Context) error) error {
+	exited, err := poll(ctx, interval, p.exited, ready)
+	switch {
+	case exited:
+		return fmt.Errorf("%w (%v)", ErrExited, p.err)
+	case err != nil:
+		return fmt.Errorf("redis-server (pid %d) not ready: %w", p.Pid(), err)
+	}
+	return nil
+}
+
+// Poll calls ready every interval until it returns nil or ctx ends; then it returns the last
+// error of ready joined with ctx's. It waits for what no single process stands for, such as a
+// cluster's nodes agreeing.
+func Poll(ctx context.Context, interval time.Duration, ready func(context.Context) error) error {
+	_, err := poll(ctx, interval, nil, ready)
+	return err
+}
+
+// poll is Poll that also gives up, reporting true, once stop is closed.
+func poll(ctx context.Context, interval time.Duration, stop <-chan struct{}, ready func(context.Context) error) (bool, error) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
-	var last error
 	for {
 		select {
-		case <-p.exited:
-			return fmt.Errorf("%w (%v)", ErrExited, p.err)
+		case <-stop:
+			return true, nil
 		default:
 		}
-		if last = ready(ctx); last == nil {
-			return nil
+		last := ready(ctx)
+		if last == nil {
+			return false, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("redis-server (pid %d) not ready: %w", p.Pid(), errors.Join(last, ctx.Err()))
-		case <-p.exited:
+			return false, errors.Join(last, ctx.Err())
+		case <-stop:
 		case <-tick.C:
 		}
 	}
+}
+
+// PingReady returns a ready function for WaitReady that holds once rdb answers PING, each
+// try bounded to a second. A server still reading its data answers LOADING, an error.
+func PingReady(rdb redis.Cmdable) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		return rdb.Ping(ctx).Err()
+	}
+}
+
+// LogTail returns the last n lines of the file at path, for error messages.
+func LogTail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	defer f.Close()
+	const maxRead = 8 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > maxRead {
+		_, _ = f.Seek(st.Size()-maxRead, 0)
+	}
+	buf := make([]byte, maxRead)
+	k, _ := io.ReadFull(f, buf)
+	lines := strings.Split(strings.TrimRight(string(buf[:k]), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

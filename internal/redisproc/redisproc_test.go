@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -80,5 +81,43 @@ func TestWaitReadyNoticesTheExit(t *testing.T) {
 func TestStartOfAMissingBinary(t *testing.T) {
 	if _, err := Start(Options{Bin: filepath.Join(t.TempDir(), "redis-server")}); err == nil {
 		t.Fatal("Start of a missing binary succeeded")
+	}
+}
+
+// Poll ends with the last error of ready once ctx ends, and with nil once ready holds.
+func TestPoll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	notYet := errors.New("not yet")
+	err := Poll(ctx, time.Millisecond, func(context.Context) error { return notYet })
+	if !errors.Is(err, notYet) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Poll: %v, want the last error and the deadline", err)
+	}
+	calls := 0
+	err = Poll(context.Background(), time.Millisecond, func(context.Context) error {
+		if calls++; calls < 3 {
+			return notYet
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("Poll: %v after %d calls, want nil after 3", err, calls)
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "redis.log")
+	var lines []string
+	for i := range 20_000 { // more than LogTail reads
+		lines = append(lines, "line "+strconv.Itoa(i))
+	}
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := LogTail(path, 3), "line 19997\nline 19998\nline 19999"; got != want {
+		t.Errorf("LogTail = %q, want %q", got, want)
+	}
+	if got := LogTail(filepath.Join(t.TempDir(), "none.log"), 3); !strings.HasPrefix(got, "(no log: ") {
+		t.Errorf("LogTail of a missing file = %q", got)
 	}
 }

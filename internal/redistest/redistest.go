@@ -294,15 +294,11 @@ func probe(addr string, pid int) error {
 func (s *Server) logTail() string {
 	var b strings.Builder
 	for _, name := range []string{"redis.log", "stdio.log"} {
-		data, err := os.ReadFile(filepath.Join(s.Dir, name))
-		if err != nil || len(data) == 0 {
+		path := filepath.Join(s.Dir, name)
+		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
 			continue
 		}
-		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-		if len(lines) > 30 {
-			lines = lines[len(lines)-30:]
-		}
-		fmt.Fprintf(&b, "--- %s ---\n%s\n", name, strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", name, redisproc.LogTail(path, 30))
 	}
 	if b.Len() == 0 {
 		return "(no log output)"
@@ -484,15 +480,8 @@ func releasePort(port int) {
 func waitFor(timeout, interval time.Duration, check func() error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	for {
-		err := check()
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("still not ready after %v: %w", timeout, err)
-		case <-time.After(interval):
-		}
+	if err := redisproc.Poll(ctx, interval, func(context.Context) error { return check() }); err != nil {
+		return fmt.Errorf("still not ready after %v: %w", timeout, err)
 	}
+	return nil
 }

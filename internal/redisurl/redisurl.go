@@ -99,55 +99,32 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 
 // NewClient returns a client for the parsed URL. It does not connect.
 func (c *Config) NewClient() redis.UniversalClient {
+	o := &redis.UniversalOptions{
+		Addrs:            c.Addrs,
+		MasterName:       c.MasterName,
+		SentinelUsername: c.SentinelUsername,
+		SentinelPassword: c.SentinelPassword,
+		Username:         c.Username,
+		Password:         c.Password,
+		DB:               c.DB,
+		TLSConfig:        c.TLS,
+		DialTimeout:      c.DialTimeout,
+		ReadTimeout:      c.ReadTimeout,
+		WriteTimeout:     c.WriteTimeout,
+		PoolSize:         c.PoolSize,
+		ClientName:       c.ClientName,
+		// Deadlines of request contexts bound Redis calls, so a hung Redis cannot hang a request.
+		ContextTimeoutEnabled: true,
+	}
 	switch c.Mode {
 	case Sentinel:
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:       c.MasterName,
-			SentinelAddrs:    c.Addrs,
-			SentinelUsername: c.SentinelUsername,
-			SentinelPassword: c.SentinelPassword,
-			Username:         c.Username,
-			Password:         c.Password,
-			DB:               c.DB,
-			TLSConfig:        c.TLS,
-			DialTimeout:      c.DialTimeout,
-			ReadTimeout:      c.ReadTimeout,
-			WriteTimeout:     c.WriteTimeout,
-			PoolSize:         c.PoolSize,
-			ClientName:       c.ClientName,
-			// Deadlines of request contexts bound Redis calls, so a hung Redis cannot hang a request.
-			ContextTimeoutEnabled: true,
-		})
+		return redis.NewFailoverClient(o.Failover())
 	case Cluster:
-		return redis.NewClusterClient(&redis.ClusterOptions{
-			Addrs:        c.Addrs,
-			Username:     c.Username,
-			Password:     c.Password,
-			TLSConfig:    c.TLS,
-			DialTimeout:  c.DialTimeout,
-			ReadTimeout:  c.ReadTimeout,
-			WriteTimeout: c.WriteTimeout,
-			PoolSize:     c.PoolSize,
-			ClientName:   c.ClientName,
-
-			ContextTimeoutEnabled: true,
-		})
+		return redis.NewClusterClient(o.Cluster())
 	default:
-		return redis.NewClient(&redis.Options{
-			Network:      c.Network,
-			Addr:         c.Addrs[0],
-			Username:     c.Username,
-			Password:     c.Password,
-			DB:           c.DB,
-			TLSConfig:    c.TLS,
-			DialTimeout:  c.DialTimeout,
-			ReadTimeout:  c.ReadTimeout,
-			WriteTimeout: c.WriteTimeout,
-			PoolSize:     c.PoolSize,
-			ClientName:   c.ClientName,
-
-			ContextTimeoutEnabled: true,
-		})
+		opt := o.Simple()
+		opt.Network = c.Network // UniversalOptions carries no network
+		return redis.NewClient(opt)
 	}
 }
 

@@ -207,6 +207,60 @@ func TestConnectStandalone(t *testing.T) {
 	}
 }
 
+// The parsed settings reach the go-redis options of each kind of client.
+func TestNewClientOptions(t *testing.T) {
+	t.Parallel()
+	const q = "?dial_timeout=2s&read_timeout=3s&write_timeout=4s&pool_size=7&client_name=n"
+	simple := func(t *testing.T, rdb redis.UniversalClient) *redis.Options {
+		c, ok := rdb.(*redis.Client)
+		if !ok {
+			t.Fatalf("client is %T, want *redis.Client", rdb)
+		}
+		return c.Options()
+	}
+	t.Run("tcp", func(t *testing.T) {
+		rdb, err := NewClient("redis://u:p@h:1/3" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdb.Close()
+		o := simple(t, rdb)
+		got := []any{o.Network, o.Addr, o.Username, o.Password, o.DB, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolSize, o.ClientName, o.ContextTimeoutEnabled}
+		want := []any{"tcp", "h:1", "u", "p", 3, 2 * time.Second, 3 * time.Second, 4 * time.Second, 7, "n", true}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("options (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("unix", func(t *testing.T) {
+		rdb, err := NewClient("unix:///run/redis.sock?db=2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdb.Close()
+		o := simple(t, rdb)
+		if o.Network != "unix" || o.Addr != "/run/redis.sock" || o.DB != 2 {
+			t.Errorf("options: network %q, addr %q, db %d; want unix, /run/redis.sock, 2", o.Network, o.Addr, o.DB)
+		}
+	})
+	t.Run("cluster", func(t *testing.T) {
+		rdb, err := NewClient("redis+cluster://u:p@a:1,b:2" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rdb.Close()
+		c, ok := rdb.(*redis.ClusterClient)
+		if !ok {
+			t.Fatalf("client is %T, want *redis.ClusterClient", rdb)
+		}
+		o := c.Options()
+		got := []any{o.Addrs, o.Username, o.Password, o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolSize, o.ClientName, o.ContextTimeoutEnabled}
+		want := []any{[]string{"a:1", "b:2"}, "u", "p", 2 * time.Second, 3 * time.Second, 4 * time.Second, 7, "n", true}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("options (-want +got):\n%s", diff)
+		}
+	})
+}
+
 func TestConnectCluster(t *testing.T) {
 	t.Parallel()
 	cl := redistest.NewCluster(t, 3, 0)

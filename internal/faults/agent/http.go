@@ -35,50 +35,32 @@ func httpProduce(ctx context.Context, o *options, log *faults.Log) error {
 	if err != nil {
 		return err
 	}
-	pace := newPacer(o.rate)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range max(o.conc, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				from := int(next.Add(int64(o.batch))) - o.batch
-				if from >= o.n {
-					return
-				}
-				k := min(o.batch, o.n-from)
-				if !pace.wait(ctx, from+k) {
-					return
-				}
-				reqs := make([]apiclient.JobRequest, k)
-				ids := make([]string, k)
-				for i := range reqs {
-					id := faults.JobID(o.prefix, o.first+from+i)
-					ids[i] = id
-					reqs[i] = apiclient.JobRequest{
-						ID: id, Body: faults.Body(id, o.pad), Delay: o.delay + spreadOf(id, o.spread),
-						TTR: o.ttr, Backoff: backoff, CallbackURL: o.callback,
-					}
-				}
-				log.Write(faults.Event{Kind: faults.Send, IDs: ids})
-				res, err := api.EnqueueBatch(ctx, o.topic, reqs)
-				if err != nil {
-					log.Write(faults.Event{Kind: faults.EnqueueErr, IDs: ids, Err: err.Error()})
-					pause(ctx, 20*time.Millisecond)
-					continue
-				}
-				for i, r := range res {
-					if r.Error != nil || r.Job == nil {
-						log.Write(faults.Event{Kind: faults.EnqueueErr, ID: ids[i], Err: fmt.Sprint(r.Error)})
-						continue
-					}
-					log.Write(faults.Event{Kind: faults.Enqueued, ID: ids[i], RunAt: r.Job.RunAt.UnixMilli()})
-				}
+	inBatches(ctx, o, func(from, k int) {
+		reqs := make([]apiclient.JobRequest, k)
+		ids := make([]string, k)
+		for i := range reqs {
+			id := faults.JobID(o.prefix, o.first+from+i)
+			ids[i] = id
+			reqs[i] = apiclient.JobRequest{
+				ID: id, Body: faults.Body(id, o.pad), Delay: o.delay + spreadOf(id, o.spread),
+				TTR: o.ttr, Backoff: backoff, CallbackURL: o.callback,
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		log.Write(faults.Event{Kind: faults.Send, IDs: ids})
+		res, err := api.EnqueueBatch(ctx, o.topic, reqs)
+		if err != nil {
+			log.Write(faults.Event{Kind: faults.EnqueueErr, IDs: ids, Err: err.Error()})
+			pause(ctx, 20*time.Millisecond)
+			return
+		}
+		for i, r := range res {
+			if r.Error != nil || r.Job == nil {
+				log.Write(faults.Event{Kind: faults.EnqueueErr, ID: ids[i], Err: fmt.Sprint(r.Error)})
+				continue
+			}
+			log.Write(faults.Event{Kind: faults.Enqueued, ID: ids[i], RunAt: r.Job.RunAt.UnixMilli()})
+		}
+	})
 	return nil
 }
 

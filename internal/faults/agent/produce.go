@@ -37,6 +37,23 @@ func produce(ctx context.Context, o *options, c *delayq.Client, log *faults.Log)
 		}
 		return s, want
 	}
+	inBatches(ctx, o, func(from, k int) {
+		specs := make([]delayq.Spec, k)
+		wants := make([]int64, k)
+		ids := make([]string, k)
+		for i := range specs {
+			specs[i], wants[i] = spec(o.first + from + i)
+			ids[i] = specs[i].ID
+		}
+		enqueue(ctx, c, o.topic, specs, wants, ids, log)
+	})
+	return nil
+}
+
+// inBatches hands the jobs 0 to -n-1 (relative to -first) out in batches of up to -batch, to
+// -concurrency goroutines that each call send for one batch at a time, at -rate jobs per
+// second. It returns once every batch has been sent or ctx has ended.
+func inBatches(ctx context.Context, o *options, send func(from, k int)) {
 	pace := newPacer(o.rate)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -53,19 +70,11 @@ func produce(ctx context.Context, o *options, c *delayq.Client, log *faults.Log)
 				if !pace.wait(ctx, from+k) {
 					return
 				}
-				specs := make([]delayq.Spec, k)
-				wants := make([]int64, k)
-				ids := make([]string, k)
-				for i := range specs {
-					specs[i], wants[i] = spec(o.first + from + i)
-					ids[i] = specs[i].ID
-				}
-				enqueue(ctx, c, o.topic, specs, wants, ids, log)
+				send(from, k)
 			}
 		}()
 	}
 	wg.Wait()
-	return nil
 }
 
 // enqueue makes one call and logs its outcome for each job.
