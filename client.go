@@ -18,6 +18,7 @@ import (
 	"github.com/delayq/delayq/internal/ids"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/wake"
 )
 
 // Limits bound what a request may ask for. Zero fields take the defaults.
@@ -157,12 +158,10 @@ type Client struct {
 	acker    *coalesce.Coalescer[ackReq, error]
 
 	mu     sync.Mutex
-	topics map[string]*topicState
+	topics map[string]*wake.Topic
 	closed bool
-	stop   chan struct{}
-	// notices wakes waiting consumers; guarded by its own mutex.
-	notices notices
-	wg      sync.WaitGroup
+	// hub wakes waiting consumers on notices; it has its own locks.
+	hub *wake.Hub
 }
 
 // New returns a Client on rdb, which may be a standalone, Sentinel (failover) or Cluster client.
@@ -189,8 +188,8 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		store:  store.New(rdb, cfg.Namespace),
 		log:    cfg.Logger,
 		newID:  ids.New,
-		topics: make(map[string]*topicState),
-		stop:   make(chan struct{}),
+		topics: make(map[string]*wake.Topic),
+		hub:    wake.NewHub(rdb, cfg.Logger, keys.NewTopics(cfg.Namespace)),
 	}
 	// Enqueues: one flush in flight while the next one fills. Fewer, fuller round trips beat
 	// overlapping ones where client and Redis share a few cores (BenchmarkEnqueue: about 14 %
@@ -213,10 +212,8 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
-	close(c.stop)
 	c.mu.Unlock()
-	c.notices.close()
-	c.wg.Wait()
+	c.hub.Close()
 	return nil
 }
 
@@ -261,7 +258,7 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 		return 0, err
 	}
 	t := c.topic(topic, topic)
-	if n := t.partitionCount(); n > 0 {
+	if n := t.PartitionCount(); n > 0 {
 		return n, nil
 	}
 	var n int
@@ -277,7 +274,7 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 	if err != nil {
 		return 0, err
 	}
-	t.setPartitionCount(n)
+	t.SetPartitionCount(n)
 	return n, nil
 }
 
@@ -291,12 +288,12 @@ func (c *Client) partitionOf(ctx context.Context, topic, id string, create bool)
 }
 
 // topic returns the process-wide state stored under key for topic name, creating it on first use.
-func (c *Client) topic(key, name string) *topicState {
+func (c *Client) topic(key, name string) *wake.Topic {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.topics[key]
 	if !ok {
-		t = newTopicState(name)
+		t = wake.NewTopic(name)
 		c.topics[key] = t
 	}
 	return t

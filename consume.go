@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/wake"
 )
 
 // ReserveOptions shape a Reserve call. Zero fields take the defaults.
@@ -92,13 +93,13 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 // consumerState returns the wake-up state of a topic's pull or push lane. It writes nothing:
 // a topic that does not exist yet is looked for in the registry, and comes into being with its
 // first job.
-func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*topicState, store.Lane, error) {
+func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*wake.Topic, store.Lane, error) {
 	t, lane, err := c.consumerTopic(topic, push)
 	if err != nil {
 		return nil, "", err
 	}
-	if t.partitionCount() == 0 {
-		t.lookUp(time.Now(), 0)
+	if t.PartitionCount() == 0 {
+		t.LookUp(time.Now(), 0)
 		if err := c.findTopic(ctx, t); err != nil {
 			return nil, "", err
 		}
@@ -108,7 +109,7 @@ func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*t
 
 // consumerTopic returns the wake-up state of a topic's pull or push lane without asking Redis
 // anything: learnTopic finds the topic later.
-func (c *Client) consumerTopic(topic string, push bool) (*topicState, store.Lane, error) {
+func (c *Client) consumerTopic(topic string, push bool) (*wake.Topic, store.Lane, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, "", err
 	}
@@ -120,14 +121,14 @@ func (c *Client) consumerTopic(topic string, push bool) (*topicState, store.Lane
 		return nil, "", ErrClosed
 	}
 	t := c.topic(string(lane)+"/"+topic, topic)
-	t.setLane(lane)
+	t.SetLane(lane)
 	return t, lane, nil
 }
 
 // learnTopic looks for t's topic in the registry when it was not there the last time and
 // nobody looked within the recheck interval.
-func (c *Client) learnTopic(ctx context.Context, t *topicState) error {
-	if !t.lookUp(time.Now(), c.recheckInterval()) {
+func (c *Client) learnTopic(ctx context.Context, t *wake.Topic) error {
+	if !t.LookUp(time.Now(), c.recheckInterval()) {
 		return nil
 	}
 	return c.findTopic(ctx, t)
@@ -135,11 +136,11 @@ func (c *Client) learnTopic(ctx context.Context, t *topicState) error {
 
 // findTopic asks the registry for t's topic; once it exists, t learns its partitions and
 // listens for their notices. Until then it listens for new topics.
-func (c *Client) findTopic(ctx context.Context, t *topicState) error {
-	n, err := c.partitions(ctx, t.name, false)
+func (c *Client) findTopic(ctx context.Context, t *wake.Topic) error {
+	n, err := c.partitions(ctx, t.Name, false)
 	switch {
 	case err == nil:
-		t.setPartitionCount(n)
+		t.SetPartitionCount(n)
 		c.listen(t, n)
 		return nil
 	case errors.Is(err, ErrNotFound):
@@ -148,6 +149,26 @@ func (c *Client) findTopic(ctx context.Context, t *topicState) error {
 	default:
 		return err
 	}
+}
+
+// listen makes notices of t's n partitions wake t, unless the Client polls instead.
+func (c *Client) listen(t *wake.Topic, n int) {
+	if c.cfg.PollInterval > 0 {
+		return
+	}
+	channels := make([]string, n)
+	for p := range n {
+		channels[p] = c.store.Partition(t.Name, p).Notify()
+	}
+	c.hub.Listen(t, channels)
+}
+
+// listenForTopics makes the registration of t's topic wake t, unless the Client polls instead.
+func (c *Client) listenForTopics(t *wake.Topic) {
+	if c.cfg.PollInterval > 0 {
+		return
+	}
+	c.hub.Await(t)
 }
 
 func (c *Client) recheckInterval() time.Duration {
@@ -160,35 +181,35 @@ func (c *Client) recheckInterval() time.Duration {
 // waitDue sleeps until something may be due in t, deadline passes or ctx ends. When a recheck
 // falls due, it takes the rechecks nobody in the process has made within the interval and
 // makes them, for every waiter of t.
-func (c *Client) waitDue(ctx context.Context, t *topicState, deadline time.Time) {
+func (c *Client) waitDue(ctx context.Context, t *wake.Topic, deadline time.Time) {
 	interval := c.recheckInterval()
-	if !t.wait(ctx, deadline, interval) {
+	if !t.Wait(ctx, deadline, interval) {
 		return
 	}
-	if t.partitionCount() == 0 {
+	if t.PartitionCount() == 0 {
 		return // the caller looks the topic up
 	}
-	parts, seen := t.claimRechecks(time.Now(), interval)
+	parts, seen := t.ClaimRechecks(time.Now(), interval)
 	if len(parts) == 0 {
 		return
 	}
 	ps := make([]keys.Partition, len(parts))
 	for i, p := range parts {
-		ps[i] = c.store.Partition(t.name, p)
+		ps[i] = c.store.Partition(t.Name, p)
 	}
 	at := time.Now()
-	heads, err := c.store.Heads(ctx, ps, t.laneOf())
+	heads, err := c.store.Heads(ctx, ps, t.Lane())
 	if err != nil {
-		t.recheck(parts) // the next reserve asks them, and meets the error
+		t.Recheck(parts) // the next reserve asks them, and meets the error
 		return
 	}
-	nowMs := t.serverNowMs(at)
+	nowMs := t.ServerNowMs(at)
 	for i, p := range parts {
 		next := heads[i].DueMs
 		if heads[i].Ready {
 			next = nowMs
 		}
-		t.learn(p, seen[i], at, nowMs, next)
+		t.Learn(p, seen[i], at, nowMs, next)
 	}
 }
 
@@ -225,8 +246,8 @@ type partitionCall struct {
 // A call whose answer is lost is sent again unchanged, which answers with the jobs the first
 // run leased; when that fails too, or ctx ends, the call is abandoned: what it leased is put
 // back, and its acks count as not sent.
-func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane, a reserveAsk) (reservation, error) {
-	parts, seen := t.due(time.Now(), a.all)
+func (c *Client) reserveDue(ctx context.Context, t *wake.Topic, lane store.Lane, a reserveAsk) (reservation, error) {
+	parts, seen := t.Due(time.Now(), a.all)
 	var take []int // how many to take from each of parts; nil: as many as are still wanted
 	var failed error
 	if len(parts) > 1 {
@@ -236,7 +257,7 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 	var r reservation
 	budget := a.maxBytes
 	for i, p := range parts {
-		part := c.store.Partition(t.name, p)
+		part := c.store.Partition(t.Name, p)
 		max := a.max - len(r.jobs)
 		if take != nil {
 			max = min(max, take[i])
@@ -250,16 +271,16 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 		riders.settle(part, res.Acked)
 		if err != nil {
 			// The jobs leased so far stand; the other partitions wait for the next call.
-			t.recheck([]int{p})
+			t.Recheck([]int{p})
 			failed = err
 			break
 		}
-		t.learn(p, seen[i], time.Now(), res.NowMs, res.NextMs)
+		t.Learn(p, seen[i], time.Now(), res.NowMs, res.NextMs)
 		if len(res.Jobs) > 0 {
 			r.calls = append(r.calls, partitionCall{part, rc})
 		}
 		for _, rec := range res.Jobs {
-			j := jobFromRecord(t.name, rec)
+			j := jobFromRecord(t.Name, rec)
 			j.LeasedAt = time.UnixMilli(res.NowMs).UTC()
 			r.jobs = append(r.jobs, j)
 			budget -= int64(len(rec.Body))
@@ -285,10 +306,10 @@ func (c *Client) reserveDue(ctx context.Context, t *topicState, lane store.Lane,
 // best max jobs of them all, best first, with their notice counts and how many jobs to take
 // from each. What it saw of the others it records in t; a partition it could not look at is
 // rechecked later, and err is the last such failure.
-func (c *Client) bestPartitions(ctx context.Context, t *topicState, lane store.Lane, parts []int, seen []uint64, max int) (best []int, bestSeen []uint64, take []int, err error) {
+func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.Lane, parts []int, seen []uint64, max int) (best []int, bestSeen []uint64, take []int, err error) {
 	ps := make([]keys.Partition, len(parts))
 	for i, p := range parts {
-		ps[i] = c.store.Partition(t.name, p)
+		ps[i] = c.store.Partition(t.Name, p)
 	}
 	at := time.Now()
 	peeked := c.store.Peek(ctx, ps, lane, max, c.cfg.BulkLimit)
@@ -299,7 +320,7 @@ func (c *Client) bestPartitions(ctx context.Context, t *topicState, lane store.L
 	var heads []head
 	for i, pk := range peeked {
 		if pk.Err != nil {
-			t.recheck([]int{parts[i]})
+			t.Recheck([]int{parts[i]})
 			err = pk.Err
 			continue
 		}
@@ -320,7 +341,7 @@ func (c *Client) bestPartitions(ctx context.Context, t *topicState, lane store.L
 	}
 	for i, pk := range peeked {
 		if pk.Err == nil && count[i] == 0 {
-			t.learn(parts[i], seen[i], at, pk.NowMs, pk.NextMs)
+			t.Learn(parts[i], seen[i], at, pk.NowMs, pk.NextMs)
 		}
 	}
 	if take == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/wake"
 )
 
 // Handler processes one job. Returning nil acks it; an error nacks it, to be retried after its
@@ -229,7 +230,7 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
 // fetch leases jobs of one topic while handler slots are free. It holds slots only for the
 // short non-blocking reserve; it waits for due jobs holding none, so that one idle topic cannot
 // starve another.
-func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Handler) {
+func (w *Worker) fetch(ctx context.Context, t *wake.Topic, lane store.Lane, h Handler) {
 	defer w.fetchers.Done()
 	defer w.pause()
 	failures := 0
@@ -259,7 +260,7 @@ func (w *Worker) fetch(ctx context.Context, t *topicState, lane store.Lane, h Ha
 			return
 		case err != nil:
 			failures++
-			w.log.Warn("delayq: reserve failed", "topic", t.name, "err", err)
+			w.log.Warn("delayq: reserve failed", "topic", t.Name, "err", err)
 			sleep(ctx, backoffDelay(failures))
 		case len(jobs) == 0:
 			failures = 0
@@ -295,7 +296,7 @@ func (w *Worker) takeSlots(ctx context.Context) int {
 }
 
 // run starts a handler for job in its own goroutine; the job's slot is freed when it ends.
-func (w *Worker) run(t *topicState, job *Job, h Handler) {
+func (w *Worker) run(t *wake.Topic, job *Job, h Handler) {
 	ctx, cancel := context.WithCancel(w.baseCtx)
 	w.mu.Lock()
 	w.running[job] = cancel
@@ -314,7 +315,7 @@ func (w *Worker) run(t *topicState, job *Job, h Handler) {
 		// The handler's slot is free once it returns: the ack or nack is bookkeeping, and the
 		// fetcher may lease the next job while it travels. A queued ack goes in before the slot
 		// comes back, so that the fetcher the slot wakes carries it.
-		f := finished{ackReq: ackReq{part: w.c.store.Partition(t.name, keys.PartitionOf(job.ID, t.partitionCount())), lease: store.Lease{ID: job.ID, Token: job.LeaseToken}}, topic: job.Topic, deadline: deadline}
+		f := finished{ackReq: ackReq{part: w.c.store.Partition(t.Name, keys.PartitionOf(job.ID, t.PartitionCount())), lease: store.Lease{ID: job.ID, Token: job.LeaseToken}}, topic: job.Topic, deadline: deadline}
 		if mine && err == nil && w.queueAck(f) {
 			w.slots <- struct{}{}
 			return

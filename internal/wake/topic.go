@@ -1,4 +1,7 @@
-package delayq
+// Package wake keeps what one process knows about when each topic next has a job due, and
+// wakes the consumers waiting on it: on shard pub/sub notices from the scripts, and on a
+// periodic recheck for what no notice covers.
+package wake
 
 import (
 	"context"
@@ -12,14 +15,14 @@ import (
 // never stands for "nothing is due in this partition until a notice says otherwise".
 var never = time.Now().Add(100 * 365 * 24 * time.Hour)
 
-// topicState is what one process knows about when a topic's partitions next have something
+// Topic is what one process knows about when a topic's partitions next have something
 // to hand out, for one lane. Every consumer of the lane in the process — any number of Reserve
 // calls and Worker fetchers — sleeps on it until the earliest of those moments or a notice of
 // an earlier job, so no polling interval sets the precision. What no notice covers (a notice
 // lost while the subscription was down, a lease taken and then left to expire by another
 // process) one consumer looks at for all of them, once per partition per recheck interval.
-type topicState struct {
-	name string
+type Topic struct {
+	Name string
 	rr   atomic.Uint32 // where the next scan of the partitions starts
 
 	mu        sync.Mutex
@@ -35,29 +38,34 @@ type topicState struct {
 	lookedUp  time.Time // when the registry was last asked for a topic not known yet
 }
 
-func newTopicState(name string) *topicState {
-	return &topicState{name: name, changed: make(chan struct{})}
+// NewTopic returns the state of topic name, knowing nothing yet.
+func NewTopic(name string) *Topic {
+	return &Topic{Name: name, changed: make(chan struct{})}
 }
 
-func (t *topicState) setLane(l store.Lane) {
+// SetLane sets the lane whose notices wake t.
+func (t *Topic) SetLane(l store.Lane) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.lane = l
 }
 
-func (t *topicState) laneOf() store.Lane {
+// Lane is the lane whose notices wake t.
+func (t *Topic) Lane() store.Lane {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.lane
 }
 
-func (t *topicState) partitionCount() int {
+// PartitionCount is the topic's partition count, 0 until known.
+func (t *Topic) PartitionCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.n
 }
 
-func (t *topicState) setPartitionCount(n int) {
+// SetPartitionCount records the topic's partition count, once.
+func (t *Topic) SetPartitionCount(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n == 0 {
@@ -69,9 +77,9 @@ func (t *topicState) setPartitionCount(n int) {
 	}
 }
 
-// lookUp reports whether the registry should be asked about the topic now: it is not known
+// LookUp reports whether the registry should be asked about the topic now: it is not known
 // yet and nobody asked within interval. It counts as asking.
-func (t *topicState) lookUp(now time.Time, interval time.Duration) bool {
+func (t *Topic) LookUp(now time.Time, interval time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.n > 0 || now.Before(t.lookedUp.Add(interval)) {
@@ -81,10 +89,10 @@ func (t *topicState) lookUp(now time.Time, interval time.Duration) bool {
 	return true
 }
 
-// due returns the partitions that may have something to hand out now (all of them when all is
+// Due returns the partitions that may have something to hand out now (all of them when all is
 // set), starting at a rotating position so that concurrent consumers spread over the
 // partitions, with each one's notice count.
-func (t *topicState) due(now time.Time, all bool) (parts []int, seen []uint64) {
+func (t *Topic) Due(now time.Time, all bool) (parts []int, seen []uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	start := int(t.rr.Add(1))
@@ -98,10 +106,10 @@ func (t *topicState) due(now time.Time, all bool) (parts []int, seen []uint64) {
 	return parts, seen
 }
 
-// learn records what a look at partition p found: at local time at, the server's clock read
+// Learn records what a look at partition p found: at local time at, the server's clock read
 // nowMs and p next has something due at nextMs (-1: nothing). A notice that arrived since the
 // look began (seen differs) may be newer than the reply, so then the earlier of the two wins.
-func (t *topicState) learn(p int, seen uint64, at time.Time, nowMs, nextMs int64) {
+func (t *Topic) Learn(p int, seen uint64, at time.Time, nowMs, nextMs int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.offsetMs = nowMs - at.UnixMilli()
@@ -119,15 +127,15 @@ func (t *topicState) learn(p int, seen uint64, at time.Time, nowMs, nextMs int64
 	}
 }
 
-// serverNowMs returns the server's clock as last seen, moved on by the local clock.
-func (t *topicState) serverNowMs(now time.Time) int64 {
+// ServerNowMs returns the server's clock as last seen, moved on by the local clock.
+func (t *Topic) ServerNowMs(now time.Time) int64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return now.UnixMilli() + t.offsetMs
 }
 
-// notice records that partition p has something of lane due at server time dueMs.
-func (t *topicState) notice(p int, lane store.Lane, dueMs int64) {
+// Notice records that partition p has something of lane due at server time dueMs.
+func (t *Topic) Notice(p int, lane store.Lane, dueMs int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if p < 0 || p >= t.n || lane != t.lane {
@@ -142,9 +150,9 @@ func (t *topicState) notice(p int, lane store.Lane, dueMs int64) {
 	}
 }
 
-// recheck makes the given partitions (all when nil) be looked at on the next scan, and wakes
+// Recheck makes the given partitions (all when nil) be looked at on the next scan, and wakes
 // the waiters (also those of a topic not known yet).
-func (t *topicState) recheck(parts []int) {
+func (t *Topic) Recheck(parts []int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if parts == nil {
@@ -161,14 +169,14 @@ func (t *topicState) recheck(parts []int) {
 	t.broadcast()
 }
 
-func (t *topicState) broadcast() {
+func (t *Topic) broadcast() {
 	close(t.changed)
 	t.changed = make(chan struct{})
 }
 
-// claimRechecks returns the partitions nobody has looked at within interval, each with its
-// notice count, and counts them as looked at now: one waiter checks them for all.
-func (t *topicState) claimRechecks(now time.Time, interval time.Duration) (parts []int, seen []uint64) {
+// ClaimRechecks returns the partitions nobody has looked at within interval, each with its
+// Notice count, and counts them as looked at now: one waiter checks them for all.
+func (t *Topic) ClaimRechecks(now time.Time, interval time.Duration) (parts []int, seen []uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for p := range t.n {
@@ -181,9 +189,9 @@ func (t *topicState) claimRechecks(now time.Time, interval time.Duration) (parts
 	return parts, seen
 }
 
-// wait sleeps until a partition may have something due, a recheck falls due, the deadline
+// Wait sleeps until a partition may have something due, a recheck falls due, the deadline
 // passes, or ctx ends. It reports whether it woke for a recheck (or a registry look-up).
-func (t *topicState) wait(ctx context.Context, deadline time.Time, interval time.Duration) (recheck bool) {
+func (t *Topic) Wait(ctx context.Context, deadline time.Time, interval time.Duration) (recheck bool) {
 	t.mu.Lock()
 	wake := deadline
 	for p := range t.n {

@@ -1,8 +1,9 @@
-package delayq
+package wake
 
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -10,16 +11,25 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/shardsub"
 	"github.com/delayq/delayq/internal/store"
 )
 
-// notices turns the partitions' shard pub/sub messages into wake-ups of the topic states that
-// wait on them. A Client holds one subscription for every topic and lane — one connection — and
-// on a Cluster one connection per shard (internal/shardsub), whatever the number of channels.
-type notices struct {
-	c *Client
+// Hub turns the partitions' shard pub/sub messages into wake-ups of the topic states that
+// wait on them. A Client holds one Hub: one subscription for every topic and lane — one
+// connection — and on a Cluster one connection per shard (internal/shardsub), whatever the
+// number of channels.
+type Hub struct {
+	rdb       redis.UniversalClient
+	log       *slog.Logger
+	newTopics string // the channel of topic registrations
+
+	// closeMu orders Close against subscribe: Close either sees the goroutines subscribe
+	// started in its wait, or they never start.
+	closeMu sync.Mutex
+	closed  bool
+	stop    chan struct{}
+	wg      sync.WaitGroup
 
 	mu      sync.Mutex
 	targets map[string][]target  // channel → the states and partitions it wakes
@@ -30,25 +40,28 @@ type notices struct {
 // target is one partition of one topic state, or with p = -1 a topic state waiting for its
 // topic to be registered.
 type target struct {
-	t *topicState
+	t *Topic
 	p int
+}
+
+// NewHub returns a Hub subscribing through rdb; newTopics is the channel on which topic
+// registrations are announced.
+func NewHub(rdb redis.UniversalClient, log *slog.Logger, newTopics string) *Hub {
+	return &Hub{rdb: rdb, log: log, newTopics: newTopics, stop: make(chan struct{}), targets: map[string][]target{}}
 }
 
 // wake tells tg that something may have changed that no notice told of.
 func (tg target) wake() {
 	if tg.p < 0 {
-		tg.t.recheck(nil)
+		tg.t.Recheck(nil)
 		return
 	}
-	tg.t.recheck([]int{tg.p})
+	tg.t.Recheck([]int{tg.p})
 }
 
-// listen makes notices of t's n partitions wake t; once per topic state. It does nothing when
-// the Client polls instead, or is closed.
-func (c *Client) listen(t *topicState, n int) {
-	if c.cfg.PollInterval > 0 {
-		return
-	}
+// Listen makes the notices of channels, the notify channels of t's partitions in order, wake t;
+// once per topic state. It does nothing once the Hub is closed.
+func (h *Hub) Listen(t *Topic, channels []string) {
 	t.mu.Lock()
 	if t.listening {
 		t.mu.Unlock()
@@ -56,31 +69,23 @@ func (c *Client) listen(t *topicState, n int) {
 	}
 	t.listening = true
 	t.mu.Unlock()
-	channels := make([]string, n)
-	targets := make([]target, n)
-	for p := range n {
-		channels[p] = c.store.Partition(t.name, p).Notify()
+	targets := make([]target, len(channels))
+	for p := range channels {
 		targets[p] = target{t, p}
 	}
-	c.subscribe(channels, targets)
+	h.subscribe(channels, targets)
 }
 
 // subscribe makes messages on channels[i] reach targets[i], subscribing to the channels nobody
 // listened to yet.
-func (c *Client) subscribe(channels []string, targets []target) {
-	// Under c.mu, so that Close either sees the goroutines started here in its wait or they
-	// never start.
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+func (h *Hub) subscribe(channels []string, targets []target) {
+	h.closeMu.Lock()
+	defer h.closeMu.Unlock()
+	if h.closed {
 		return
 	}
-	h := &c.notices
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.targets == nil {
-		h.c, h.targets = c, map[string][]target{}
-	}
 	var fresh []string
 	for i, ch := range channels {
 		if len(h.targets[ch]) == 0 {
@@ -91,40 +96,37 @@ func (c *Client) subscribe(channels []string, targets []target) {
 	if len(fresh) == 0 {
 		return
 	}
-	if cc, cluster := c.store.Client().(*redis.ClusterClient); cluster {
+	if cc, cluster := h.rdb.(*redis.ClusterClient); cluster {
 		if h.shards == nil {
-			h.shards = shardsub.New(cc, c.log, h.onShardEvent)
+			h.shards = shardsub.New(cc, h.log, h.onShardEvent)
 		}
 		// Subscribe waits for the subscriptions; they stay wanted, and are retried, if it fails.
-		c.wg.Add(1)
+		h.wg.Add(1)
 		go func() {
-			defer c.wg.Done()
+			defer h.wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			if err := h.shards.Subscribe(ctx, fresh...); err != nil && !errors.Is(err, shardsub.ErrClosed) {
-				c.log.Warn("delayq: subscribing to wake-up notices; until then the periodic recheck covers them", "err", err)
+				h.log.Warn("delayq: subscribing to wake-up notices; until then the periodic recheck covers them", "err", err)
 			}
 		}()
 		return
 	}
 	if h.shared == nil {
-		h.shared = c.store.Client().SSubscribe(context.Background(), fresh...)
-		c.wg.Add(1)
+		h.shared = h.rdb.SSubscribe(context.Background(), fresh...)
+		h.wg.Add(1)
 		go h.receive(h.shared)
 		return
 	}
 	if err := h.shared.SSubscribe(context.Background(), fresh...); err != nil {
 		// The subscription resubscribes every channel when it reconnects; until then the
 		// periodic recheck covers these partitions.
-		c.log.Warn("delayq: subscribing to wake-up notices", "err", err)
+		h.log.Warn("delayq: subscribing to wake-up notices", "err", err)
 	}
 }
 
-// listenForTopics makes the registration of t's topic wake t; once per topic state.
-func (c *Client) listenForTopics(t *topicState) {
-	if c.cfg.PollInterval > 0 {
-		return
-	}
+// Await makes the registration of t's topic wake t; once per topic state.
+func (h *Hub) Await(t *Topic) {
 	t.mu.Lock()
 	if t.awaiting {
 		t.mu.Unlock()
@@ -132,11 +134,11 @@ func (c *Client) listenForTopics(t *topicState) {
 	}
 	t.awaiting = true
 	t.mu.Unlock()
-	c.subscribe([]string{keys.NewTopics(c.cfg.Namespace)}, []target{{t, -1}})
+	h.subscribe([]string{h.newTopics}, []target{{t, -1}})
 }
 
 // onShardEvent takes an event of the Cluster's subscriptions.
-func (h *notices) onShardEvent(e shardsub.Event) {
+func (h *Hub) onShardEvent(e shardsub.Event) {
 	switch e.Kind {
 	case shardsub.Subscribed:
 		// (Re)subscribed: anything published before now went unheard.
@@ -149,10 +151,10 @@ func (h *notices) onShardEvent(e shardsub.Event) {
 }
 
 // deliver passes a message on channel to the states it wakes.
-func (h *notices) deliver(channel, payload string) {
-	if channel == keys.NewTopics(h.c.cfg.Namespace) {
+func (h *Hub) deliver(channel, payload string) {
+	if channel == h.newTopics {
 		for _, tg := range h.targetsOf(channel) {
-			if tg.t.name == payload {
+			if tg.t.Name == payload {
 				tg.wake()
 			}
 		}
@@ -163,28 +165,37 @@ func (h *notices) deliver(channel, payload string) {
 		return
 	}
 	for _, tg := range h.targetsOf(channel) {
-		tg.t.notice(tg.p, lane, due)
+		tg.t.Notice(tg.p, lane, due)
 	}
 }
 
-// close ends the Cluster's subscriptions.
-func (h *notices) close() {
+// Close ends every subscription and waits for the goroutines that read them.
+func (h *Hub) Close() {
+	h.closeMu.Lock()
+	if h.closed {
+		h.closeMu.Unlock()
+		return
+	}
+	h.closed = true
+	close(h.stop)
+	h.closeMu.Unlock()
 	h.mu.Lock()
 	shards := h.shards
 	h.mu.Unlock()
 	if shards != nil {
 		_ = shards.Close()
 	}
+	h.wg.Wait()
 }
 
-// receive reads one subscription until the Client closes.
-func (h *notices) receive(ps *redis.PubSub) {
-	defer h.c.wg.Done()
+// receive reads one subscription until the Hub closes.
+func (h *Hub) receive(ps *redis.PubSub) {
+	defer h.wg.Done()
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
 		select {
-		case <-h.c.stop:
+		case <-h.stop:
 		case <-done:
 		}
 		ps.Close()
@@ -193,7 +204,7 @@ func (h *notices) receive(ps *redis.PubSub) {
 		msg, err := ps.Receive(context.Background())
 		if err != nil {
 			select {
-			case <-h.c.stop:
+			case <-h.stop:
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
@@ -213,13 +224,13 @@ func (h *notices) receive(ps *redis.PubSub) {
 	}
 }
 
-func (h *notices) targetsOf(channel string) []target {
+func (h *Hub) targetsOf(channel string) []target {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.targets[channel]
 }
 
-func (h *notices) recheckAll() {
+func (h *Hub) recheckAll() {
 	h.mu.Lock()
 	var all []target
 	for _, ts := range h.targets {
