@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // On a Cluster, a Client's wake-up notices use one connection per shard, however many topic
@@ -49,7 +51,7 @@ func TestClusterNoticesUseOneConnectionPerShard(t *testing.T) {
 		}
 		return conns, channels
 	}
-	waitFor(t, func() bool { _, n := pubsub(); return n == topics*16 })
+	testwait.For(t, 20*time.Second, "a subscription to every partition of every topic", func() bool { _, n := pubsub(); return n == topics*16 })
 	if conns, _ := pubsub(); fmt.Sprint(conns) != "[1 1 1]" {
 		t.Fatalf("pub/sub connections per shard: %v, want one each", conns)
 	}
@@ -58,7 +60,7 @@ func TestClusterNoticesUseOneConnectionPerShard(t *testing.T) {
 		jobs, _ := c.Reserve(ctx, "t7", ReserveOptions{Wait: 10 * time.Second})
 		got <- jobs
 	}()
-	time.Sleep(100 * time.Millisecond) // the consumer sleeps
+	waitSettled(t, c, "t7", store.LanePull) // the consumer sleeps
 	start := time.Now()
 	mustEnqueue(t, producer, "t7", Spec{ID: "now"})
 	if jobs := <-got; len(jobs) != 1 || jobs[0].ID != "now" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // serverNow reads the Redis server's clock as the scripts of c see it.
@@ -97,9 +98,7 @@ func TestNoticeWakesAWaitingConsumer(t *testing.T) {
 		close(got)
 	}()
 	// Let the consumer scan the empty topic and fall asleep first.
-	waitFor(t, func() bool {
-		return c.store.Client().PubSubShardNumSub(ctx, c.store.Partition("t", 0).Notify()).Val()[c.store.Partition("t", 0).Notify()] == 1
-	})
+	waitSettled(t, c, "t", store.LanePull)
 	start := time.Now()
 	mustEnqueue(t, producer, "t", Spec{ID: "now"})
 	select {
@@ -119,13 +118,18 @@ func TestPollIntervalWithoutPubSub(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{PollInterval: 20 * time.Millisecond})
 	producer := newClientOn(t, rdb, Config{})
+	before := commandCalls(t, rdb, "hget")
+	got := make(chan []*Job, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond) // the consumer must be waiting when the job arrives
-		mustEnqueue(t, producer, "t", Spec{ID: "x", Delay: 100 * time.Millisecond})
+		jobs, _ := c.Reserve(testContext(t), "t", ReserveOptions{Wait: 5 * time.Second})
+		got <- jobs
 	}()
-	j := reserveOne(t, c, "t", 5*time.Second)
-	if j.ID != "x" {
-		t.Fatalf("got %s", j.ID)
+	// The consumer must be waiting when the job arrives: it has asked the registry for the
+	// topic, which did not exist yet.
+	testwait.For(t, 20*time.Second, "the consumer to look the topic up", func() bool { return commandCalls(t, rdb, "hget") > before })
+	mustEnqueue(t, producer, "t", Spec{ID: "x", Delay: 100 * time.Millisecond})
+	if jobs := <-got; len(jobs) != 1 || jobs[0].ID != "x" {
+		t.Fatalf("got %v", jobs)
 	}
 	if n := rdb.PubSubShardNumSub(testContext(t), c.store.Partition("t", 0).Notify()).Val(); n[c.store.Partition("t", 0).Notify()] != 0 {
 		t.Errorf("a polling client subscribed to notices")
@@ -488,17 +492,6 @@ func TestScriptCacheFlushIsInvisible(t *testing.T) {
 	}
 }
 
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met in 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{Partitions: 2, RecheckInterval: time.Minute})
@@ -511,7 +504,7 @@ func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, 20*time.Second, "the subscription to topic c's partition 1", func() bool {
 		n := rdb.PubSubShardNumSub(ctx, c.store.Partition("c", 1).Notify()).Val()
 		return n[c.store.Partition("c", 1).Notify()] == 1
 	})
@@ -523,12 +516,15 @@ func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
 		t.Errorf("%d pub/sub connections for 3 topics × 2 lanes, want 1:\n%s", n, clients)
 	}
 	// And a notice still reaches both lanes' waiters: a pull job wakes the pull consumer.
+	got := make(chan []*Job, 1)
 	go func() {
-		time.Sleep(100 * time.Millisecond)
-		mustEnqueue(t, newClientOn(t, rdb, Config{}), "b", Spec{ID: "x"})
+		jobs, _ := c.Reserve(ctx, "b", ReserveOptions{Wait: 5 * time.Second})
+		got <- jobs
 	}()
-	if j := reserveOne(t, c, "b", 5*time.Second); j.ID != "x" {
-		t.Fatalf("got %s", j.ID)
+	waitSettled(t, c, "b", store.LanePull)
+	mustEnqueue(t, newClientOn(t, rdb, Config{}), "b", Spec{ID: "x"})
+	if jobs := <-got; len(jobs) != 1 || jobs[0].ID != "x" {
+		t.Fatalf("got %v", jobs)
 	}
 }
 

@@ -3,12 +3,17 @@ package delayq
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/testwait"
+	"github.com/delayq/delayq/internal/wake"
 )
 
 // newTestClient returns a Client on a redis-server of its own.
@@ -61,4 +66,82 @@ func reserveOne(t testing.TB, c *Client, topic string, wait time.Duration) *Job 
 		t.Fatalf("Reserve got %d jobs, want 1", len(jobs))
 	}
 	return jobs[0]
+}
+
+// laneState returns c's wake-up state of topic's lane, nil when no consumer of the lane has
+// come yet.
+func laneState(c *Client, topic string, lane store.Lane) *wake.Topic {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.topics[string(lane)+"/"+topic]
+}
+
+// waitSettled waits until c's consumers of an existing topic, in each of lanes, have nothing to
+// look at before a notice or a recheck: each partition's notices are heard (the wake-up that
+// follows the subscription, or a notice, has reached a lane of it), and each lane has looked at
+// every partition since and found nothing due. From then on they learn of a new job only from
+// its notice, or from a recheck, which the tests that wait here set far off.
+func waitSettled(t testing.TB, c *Client, topic string, lanes ...store.Lane) {
+	t.Helper()
+	testwait.For(t, 20*time.Second, "the consumers of "+topic+" to look and find nothing due", func() bool {
+		now := time.Now()
+		var heard []bool
+		for _, lane := range []store.Lane{store.LanePull, store.LanePush} {
+			s := laneState(c, topic, lane)
+			wanted := slices.Contains(lanes, lane)
+			if s == nil {
+				if wanted {
+					return false
+				}
+				continue
+			}
+			snap := s.Snapshot()
+			if wanted && (snap.Partitions == 0 || !snap.Listening) {
+				return false
+			}
+			if heard == nil && snap.Partitions > 0 {
+				heard = make([]bool, snap.Partitions)
+			}
+			for p := range snap.Partitions {
+				if wanted && !snap.Next[p].After(now) {
+					return false
+				}
+				heard[p] = heard[p] || snap.Notices[p] > 0
+			}
+		}
+		return !slices.Contains(heard, false)
+	})
+}
+
+// waitHearsNewTopics waits until c hears the notices of new topics, by publishing one for a
+// probe topic until the probe's consumer state hears it (a notice comes after the subscription
+// it needs). It leaves the probe's state behind.
+func waitHearsNewTopics(t testing.TB, c *Client) {
+	t.Helper()
+	const probe = "probe-for-new-topics"
+	if _, err := c.Reserve(testContext(t), probe, ReserveOptions{}); err != nil {
+		t.Fatalf("Reserve(%q): %v", probe, err)
+	}
+	s := laneState(c, probe, store.LanePull)
+	testwait.For(t, 20*time.Second, "the notices of new topics to be heard", func() bool {
+		heard := s.Snapshot().LookedUp.IsZero() // a notice of the topic makes it look again
+		if !heard {
+			c.store.Client().SPublish(testContext(t), keys.NewTopics(c.cfg.Namespace), probe)
+		}
+		return heard
+	})
+}
+
+// waitAwaiting waits until c's consumers of topic's lane have asked the registry for the topic,
+// not found it, and wait for its notice.
+func waitAwaiting(t testing.TB, c *Client, topic string, lane store.Lane) {
+	t.Helper()
+	testwait.For(t, 20*time.Second, "the consumers of "+topic+" to find it missing", func() bool {
+		s := laneState(c, topic, lane)
+		if s == nil {
+			return false
+		}
+		snap := s.Snapshot()
+		return snap.Partitions == 0 && snap.Awaiting // set once the registry answered that the topic is missing
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/store"
 )
 
 // commandsProcessed returns the server's total_commands_processed (commands inside scripts
@@ -39,18 +41,21 @@ func TestIdleConsumersShareTheirRechecks(t *testing.T) {
 		ctx, cancel := context.WithCancel(testContext(t))
 		mustEnqueue(t, c, "idle", Spec{ID: "later", Delay: time.Hour})
 		var wg sync.WaitGroup
-		for range waiters {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+		wait := func() {
+			wg.Go(func() {
 				for ctx.Err() == nil {
 					_, _ = c.Reserve(ctx, "idle", ReserveOptions{Wait: 700 * time.Millisecond})
 				}
-			}()
+			})
 		}
-		time.Sleep(300 * time.Millisecond) // every consumer has looked once and sleeps
+		// One consumer looks at the topic for all of them, which then have nothing to look at.
+		wait()
+		waitSettled(t, c, "idle", store.LanePull)
+		for range waiters - 1 {
+			wait()
+		}
 		before, start := commandsProcessed(t, rdb), time.Now()
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the span over which the idle cost is measured
 		n := float64(commandsProcessed(t, rdb)-before-1) / time.Since(start).Seconds()
 		cancel()
 		wg.Wait()
@@ -83,12 +88,13 @@ func TestWaitingForATopicThatDoesNotExist(t *testing.T) {
 		t.Fatalf("%d keys after reserving from an unknown topic (%v), want 0", n, err)
 	}
 
+	waitHearsNewTopics(t, c)
 	got := make(chan []*Job, 1)
 	go func() {
 		jobs, _ := c.Reserve(ctx, "new", ReserveOptions{Wait: 20 * time.Second})
 		got <- jobs
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitAwaiting(t, c, "new", store.LanePull)
 	start := time.Now()
 	mustEnqueue(t, producer, "new", Spec{ID: "first"})
 	select {

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // The connections between a Worker and Redis all drop, and new ones are refused for 3 s, while
@@ -57,7 +58,7 @@ func TestWorkerAcksSurviveAConnectionOutage(t *testing.T) {
 	over := proxy.Outage(3 * time.Second)
 	close(finish) // the handlers finish while Redis cannot be reached
 	<-over
-	waitFor(t, func() bool {
+	testwait.For(t, 20*time.Second, "the acks held through the outage to land", func() bool {
 		s, err := producer.Stats(ctx, "t")
 		return err == nil && s.Ready+s.Delayed+s.Reserved+s.Dead == 0
 	})

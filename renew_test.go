@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // A job's lease is renewed whatever the consuming Client's limits: a job whose TTR is below the
@@ -28,7 +30,7 @@ func TestWorkerRenewsLeasesBelowItsMinTTR(t *testing.T) {
 	})
 	mustEnqueue(t, producer, "t", Spec{ID: "short", TTR: 200 * time.Millisecond})
 	<-done
-	waitFor(t, func() bool { _, err := producer.Get(testContext(t), "t", "short"); return errors.Is(err, ErrNotFound) })
+	testwait.For(t, 20*time.Second, "the job to be acked", func() bool { _, err := producer.Get(testContext(t), "t", "short"); return errors.Is(err, ErrNotFound) })
 	if n := calls.Load(); n != 1 {
 		t.Errorf("handler ran %d times: the lease was not renewed", n)
 	}

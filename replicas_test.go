@@ -3,11 +3,13 @@ package delayq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // WaitReplicas: an enqueue succeeds only once enough replicas confirm its writes.
@@ -22,17 +24,13 @@ func TestWaitReplicas(t *testing.T) {
 	if err := rrdb.ReplicaOf(ctx, "127.0.0.1", port).Err(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testwait.ForNil(t, 20*time.Second, "the replica to sync", func() error {
 		info, err := rrdb.Info(ctx, "replication").Result()
-		if err == nil && strings.Contains(info, "master_link_status:up") {
-			break
+		if err == nil && !strings.Contains(info, "master_link_status:up") {
+			err = fmt.Errorf("not in sync:\n%s", info)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica not in sync: %v\n%s", err, info)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return err
+	})
 
 	one := newClientOn(t, rdb, Config{Namespace: "one", WaitReplicas: 1})
 	if _, err := one.Enqueue(ctx, "t", Spec{ID: "a"}); err != nil {

@@ -3,12 +3,18 @@ package delayq
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // A Reserve whose context ends while its script waits in a paused Redis (SIGSTOP) leases
@@ -52,14 +58,16 @@ func TestReserveEndedMidCallPutsJobsBack(t *testing.T) {
 				jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 5})
 				done <- result{jobs, err}
 			}()
-			time.Sleep(200 * time.Millisecond)
+			// The call must be in flight when ctx ends: wait until its bytes wait in the
+			// paused server's receive queue.
+			testwait.For(t, 20*time.Second, "the reserve to reach the paused server", func() bool { return queuedFor(t, srv.Addr) > 0 })
 			cancel()
 			srv.Cont(t)
 			r := <-done
 			if len(r.jobs) != 0 || !errors.Is(r.err, ctx.Err()) {
 				t.Fatalf("Reserve = %d jobs, %v; want none and %v", len(r.jobs), r.err, ctx.Err())
 			}
-			waitFor(t, func() bool {
+			testwait.For(t, 20*time.Second, "the abandoned job to be ready again with no attempt counted", func() bool {
 				j, err := c.Get(testContext(t), "t", "a")
 				return err == nil && j.State == StateReady && j.Attempts == 0
 			})
@@ -69,4 +77,38 @@ func TestReserveEndedMidCallPutsJobsBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queuedFor returns how many bytes wait, unread, in the receive queues of the loopback TCP
+// connections the server at addr ("127.0.0.1:port") accepted, from /proc/net/tcp.
+func queuedFor(t testing.TB, addr string) int64 {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf("0100007F:%04X", p)
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		// sl local_address rem_address st tx_queue:rx_queue ...
+		f := strings.Fields(line)
+		if len(f) < 5 || f[1] != local {
+			continue
+		}
+		_, rx, _ := strings.Cut(f[4], ":")
+		v, err := strconv.ParseInt(rx, 16, 64)
+		if err != nil {
+			t.Fatalf("/proc/net/tcp: %q", line)
+		}
+		n += v
+	}
+	return n
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // The same behaviour, checked on each kind of deployment delayq supports.
@@ -109,12 +111,13 @@ func checkDeployment(t *testing.T, rdb redis.UniversalClient, partitions int) {
 
 	t.Run("notice wakes a waiting consumer", func(t *testing.T) {
 		producer := newClientOn(t, rdb, Config{Partitions: partitions})
+		waitHearsNewTopics(t, c)
 		got := make(chan []*Job, 1)
 		go func() {
 			jobs, _ := c.Reserve(ctx, "wake", ReserveOptions{Wait: 30 * time.Second})
 			got <- jobs
 		}()
-		time.Sleep(200 * time.Millisecond) // let the consumer subscribe and fall asleep
+		waitAwaiting(t, c, "wake", store.LanePull)
 		mustEnqueue(t, producer, "wake", Spec{ID: "x", Delay: 50 * time.Millisecond})
 		select {
 		case jobs := <-got:
@@ -196,7 +199,7 @@ func checkExactlyOnce(t *testing.T, c *Client, rdb redis.UniversalClient, partit
 		mu.Lock()
 		t.Fatalf("handled %d of %d jobs", len(handled), total)
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, 20*time.Second, "every job to be acked", func() bool {
 		s, err := c.Stats(ctx, "load")
 		return err == nil && s.Ready+s.Delayed+s.Reserved+s.Dead == 0
 	})

@@ -8,10 +8,18 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/store"
 )
 
 // scriptCalls returns how many EVALSHA and EVAL calls the server has run.
 func scriptCalls(t testing.TB, rdb redis.UniversalClient) int64 {
+	t.Helper()
+	return commandCalls(t, rdb, "evalsha", "eval")
+}
+
+// commandCalls returns how many calls of the named commands (lower case) the server has run.
+func commandCalls(t testing.TB, rdb redis.UniversalClient, names ...string) int64 {
 	t.Helper()
 	info, err := rdb.Info(context.Background(), "commandstats").Result()
 	if err != nil {
@@ -19,8 +27,8 @@ func scriptCalls(t testing.TB, rdb redis.UniversalClient) int64 {
 	}
 	var n int64
 	for _, line := range strings.Split(info, "\r\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:", "cmdstat_eval:"} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok {
+		for _, name := range names {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_"+name+":"); ok {
 				calls, _, _ := strings.Cut(strings.TrimPrefix(rest, "calls="), ",")
 				v, _ := strconv.ParseInt(calls, 10, 64)
 				n += v
@@ -39,7 +47,6 @@ func TestNoticesWakeOnlyTheirLane(t *testing.T) {
 	mustEnqueue(t, producer, "t", Spec{ID: "later", Delay: time.Hour}) // the topic exists
 
 	pull, push := make(chan []*Job, 1), make(chan []*Job, 1)
-	before := scriptCalls(t, rdb)
 	go func() {
 		jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Wait: 3 * time.Second})
 		pull <- jobs
@@ -49,8 +56,7 @@ func TestNoticesWakeOnlyTheirLane(t *testing.T) {
 		push <- jobs
 	}()
 	// Both have looked once and sleep.
-	waitFor(t, func() bool { return scriptCalls(t, rdb) >= before+2 })
-	time.Sleep(100 * time.Millisecond)
+	waitSettled(t, c, "t", store.LanePull, store.LanePush)
 	asleep := scriptCalls(t, rdb)
 
 	mustEnqueue(t, producer, "t", Spec{ID: "hook", CallbackURL: "https://example.com/hook", Delay: 50 * time.Millisecond})

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func startWorker(t *testing.T, c *Client, cfg WorkerConfig, handlers map[string]Handler) *Worker {
@@ -61,7 +63,7 @@ func TestWorkerRunsHandlersAndAcks(t *testing.T) {
 			t.Fatal("handlers did not run")
 		}
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, 20*time.Second, "every job to be acked", func() bool {
 		a, _ := c.Stats(ctx, "a")
 		b, _ := c.Stats(ctx, "b")
 		return a.Ready+a.Delayed+a.Reserved+b.Ready+b.Delayed+b.Reserved == 0
@@ -90,13 +92,13 @@ func TestWorkerNeverHoldsMoreThanItsSlots(t *testing.T) {
 	})
 	specs := make([]Spec, 20)
 	c.EnqueueBatch(ctx, "t", specs)
-	waitFor(t, func() bool { return running.Load() == 3 })
+	testwait.For(t, 20*time.Second, "3 handlers to run", func() bool { return running.Load() == 3 })
 	s, _ := c.Stats(ctx, "t")
 	if s.Reserved != 3 || s.Ready != 17 {
 		t.Errorf("with 3 slots busy: %d reserved, %d ready; want 3 and 17", s.Reserved, s.Ready)
 	}
 	close(release)
-	waitFor(t, func() bool { s, _ := c.Stats(ctx, "t"); return s.Ready+s.Reserved == 0 })
+	testwait.For(t, 20*time.Second, "every job to be acked", func() bool { s, _ := c.Stats(ctx, "t"); return s.Ready+s.Reserved == 0 })
 	if peak.Load() > 3 {
 		t.Errorf("%d handlers ran at once with Concurrency 3", peak.Load())
 	}
@@ -125,7 +127,7 @@ func TestWorkerFailuresRetriesPanicsAndDeadLetters(t *testing.T) {
 	for _, id := range []string{"panic", "dead", "retry", "fail"} {
 		mustEnqueue(t, c, "t", Spec{ID: id, MaxRetries: 5})
 	}
-	waitFor(t, func() bool {
+	testwait.For(t, 20*time.Second, "each job's outcome", func() bool {
 		p, _ := c.Get(ctx, "t", "panic")
 		d, _ := c.Get(ctx, "t", "dead")
 		f, _ := c.Get(ctx, "t", "fail")
@@ -162,7 +164,7 @@ func TestWorkerRenewsLeasesOfLongHandlers(t *testing.T) {
 	})
 	mustEnqueue(t, c, "t", Spec{ID: "long", TTR: 600 * time.Millisecond})
 	<-done
-	waitFor(t, func() bool { _, err := c.Get(testContext(t), "t", "long"); return errors.Is(err, ErrNotFound) })
+	testwait.For(t, 20*time.Second, "the job to be acked", func() bool { _, err := c.Get(testContext(t), "t", "long"); return errors.Is(err, ErrNotFound) })
 	if calls.Load() != 1 {
 		t.Errorf("handler ran %d times: the lease was not renewed", calls.Load())
 	}
@@ -176,6 +178,8 @@ func TestWorkerGracefulStopFinishesRunningJobs(t *testing.T) {
 	w := startWorker(t, c, WorkerConfig{Concurrency: 5}, map[string]Handler{
 		"t": func(ctx context.Context, j *Job) error {
 			started <- struct{}{}
+			// A sleep: the jobs must still run when Stop is called, and the Worker tells
+			// nobody that Stop has begun, so a handler cannot wait for it.
 			time.Sleep(300 * time.Millisecond)
 			return nil
 		},
@@ -297,20 +301,18 @@ func testWorkerAcksWithoutAnotherReserve(t *testing.T, slots int) {
 		if slow {
 			// With one slot, the slow job waits for it and takes it when the quick job frees it.
 			mustEnqueue(t, c, "slow", Spec{ID: "s", TTR: time.Minute})
+			// A sleep: the slow topic's fetcher hears of its job and waits for the slot; with
+			// one slot it shows nothing to wait on (its state looks the same before the notice).
 			time.Sleep(50 * time.Millisecond)
 		}
 		proceed <- struct{}{}
-		acked := time.Now().Add(5 * time.Second)
-		for {
-			_, err := c.Get(ctx, "quick", id)
-			if errors.Is(err, ErrNotFound) {
-				break
+		// Well before the one-hour recheck and TTR.
+		testwait.ForNil(t, 5*time.Second, fmt.Sprintf("round %d: the quick job's ack", round), func() error {
+			if _, err := c.Get(ctx, "quick", id); !errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("quick job still there: %v", err)
 			}
-			if time.Now().After(acked) {
-				t.Fatalf("round %d: quick job not acked: %v", round, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	if n := quickRuns.Load(); n != 2 {
 		t.Fatalf("quick jobs ran %d times, want 2", n)

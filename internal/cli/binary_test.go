@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // buildBinary builds cmd/delayq into a temporary directory.
@@ -80,7 +82,7 @@ func TestBinary(t *testing.T) {
 			err = cmd.Wait()
 			if sig == syscall.SIGKILL {
 				// No graceful shutdown: the kernel's parent-death signal stops redis-server.
-				waitFor(t, 10*time.Second, "redis-server exits after delayq was killed", func() bool { return !alive(pid) })
+				testwait.For(t, 10*time.Second, "redis-server exits after delayq was killed", func() bool { return !alive(pid) })
 				return
 			}
 			if err != nil {

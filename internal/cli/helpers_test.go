@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/cli"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 var (
@@ -52,22 +53,20 @@ func startServerArgs(t *testing.T, env map[string]string, dir string, args ...st
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &server{Dir: dir, logs: &syncBuffer{}, stop: cancel, done: make(chan error, 1)}
 	go func() { s.done <- cli.Run(ctx, args, getenv(env), io.Discard, s.logs) }()
-	deadline := time.After(20 * time.Second)
-	for {
-		if m := listeningRe.FindStringSubmatch(s.logs.String()); m != nil {
+	t.Cleanup(cancel) // also when start-up fails
+	testwait.ForNil(t, 30*time.Second, "the server's \"listening on\" line", func() error {
+		logs := s.logs.String()
+		if m := listeningRe.FindStringSubmatch(logs); m != nil {
 			s.URL = "http://" + m[1]
-			break
+			return nil
 		}
 		select {
 		case err := <-s.done:
-			cancel()
-			t.Fatalf("server exited during start-up: %v\nlogs:\n%s", err, s.logs)
-		case <-deadline:
-			cancel()
-			t.Fatalf("no \"listening on\" line after 20s; logs:\n%s", s.logs)
-		case <-time.After(5 * time.Millisecond):
+			t.Fatalf("server exited during start-up: %v\nlogs:\n%s", err, logs)
+		default:
 		}
-	}
+		return fmt.Errorf("logs:\n%s", logs)
+	})
 	t.Cleanup(func() {
 		pids := s.redisPids()
 		if err := s.Stop(t); err != nil {
@@ -177,18 +176,6 @@ func alive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %v", what, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // `make run` on a terminal, stopped with Ctrl-C: the server shuts down cleanly, and make exits
@@ -51,7 +53,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 			}
 		}
 	}()
-	waitFor(t, 2*time.Minute, "the server's \"listening on\" line", func() bool {
+	testwait.For(t, 2*time.Minute, "the server's \"listening on\" line", func() bool {
 		return listeningRe.MatchString(out.String())
 	})
 	if _, err := term.Write([]byte{3}); err != nil { // Ctrl-C

@@ -19,6 +19,7 @@ import (
 
 	"github.com/delayq/delayq/internal/apiclient"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestRestartKeepsJobs(t *testing.T) {
@@ -53,14 +54,14 @@ func TestEmbeddedRedisKilled(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "the supervisor restarts redis-server", func() bool {
+	testwait.For(t, 15*time.Second, "the supervisor restarts redis-server", func() bool {
 		return strings.Contains(s.logs.String(), "embedded redis-server restarted")
 	})
 	if pid := s.redisPid(t); pid == old {
 		t.Errorf("redis-server pid is still %d after the restart", pid)
 	}
 	var j apiclient.Job
-	waitFor(t, 10*time.Second, "the job is readable again", func() bool {
+	testwait.For(t, 10*time.Second, "the job is readable again", func() bool {
 		out, err := s.run(t, "get", "orders", "before-kill", "--json")
 		return err == nil && json.Unmarshal([]byte(out), &j) == nil
 	})
@@ -152,11 +153,11 @@ func TestWebhookPush(t *testing.T) {
 		t.Errorf("webhooks not reported on:\n%s", s.logs)
 	}
 	s.must(t, "enqueue", "hooks", "--id", "h1", "--body", `{"push":true}`, "--callback-url", hook.URL+"/cb")
-	waitFor(t, 15*time.Second, "the webhook is delivered", func() bool { return got.Load() != nil })
+	testwait.For(t, 15*time.Second, "the webhook is delivered", func() bool { return got.Load() != nil })
 	if body := got.Load().(string); !strings.Contains(body, `"id":"h1"`) || !strings.Contains(body, `{"push":true}`) {
 		t.Errorf("webhook body %s", body)
 	}
-	waitFor(t, 10*time.Second, "the delivered job is acked", func() bool {
+	testwait.For(t, 10*time.Second, "the delivered job is acked", func() bool {
 		_, err := s.run(t, "get", "hooks", "h1")
 		return err != nil && strings.HasPrefix(err.Error(), "not_found: ")
 	})

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestWebhookSecretCommand(t *testing.T) {
@@ -57,7 +59,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 	s := startServer(t, map[string]string{"DELAYQ_WEBHOOK_SECRET_PREVIOUS": previous},
 		"--webhook-secret", current, "--webhook-allow-cidr", "127.0.0.0/8")
 	s.must(t, "enqueue", "hooks", "--id", "r1", "--body", `{"n":1}`, "--callback-url", hook.URL+"/cb")
-	waitFor(t, 15*time.Second, "the webhook is delivered", func() bool {
+	testwait.For(t, 15*time.Second, "the webhook is delivered", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) > 0

@@ -21,7 +21,7 @@ func TestCoalescerGroupsCalls(t *testing.T) {
 				break
 			}
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(2 * time.Millisecond) // a flush that takes a while, so that calls pile up behind it
 		running.Add(-1)
 		out := make([]int, len(reqs))
 		for i, r := range reqs {
@@ -57,12 +57,17 @@ func TestCoalescerGroupsCalls(t *testing.T) {
 // are not affected.
 func TestCoalescerCallerGivesUp(t *testing.T) {
 	release := make(chan struct{})
+	flushing := make(chan struct{}, 1)
 	c := New(10, 1, func(_ context.Context, reqs []int) []int {
+		select {
+		case flushing <- struct{}{}:
+		default:
+		}
 		<-release
 		return reqs
 	})
 	go c.Do(context.Background(), 1) // holds the only flush slot
-	time.Sleep(10 * time.Millisecond)
+	<-flushing
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if _, ok := c.Do(ctx, 2); ok {

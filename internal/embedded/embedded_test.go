@@ -17,6 +17,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/embedded"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestKillRestartsAndKeepsJobs(t *testing.T) {
@@ -50,13 +51,13 @@ func TestKillRestartsAndKeepsJobs(t *testing.T) {
 	if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, func() bool { return r.Restarts() == 1 && r.Pid() != 0 && r.Pid() != old })
+	testwait.For(t, 15*time.Second, "redis-server to be restarted", func() bool { return r.Restarts() == 1 && r.Pid() != 0 && r.Pid() != old })
 	if alive(old) {
 		t.Errorf("killed redis-server %d still exists", old)
 	}
 
 	// The client reconnects to the same socket and finds the jobs.
-	waitFor(t, 10*time.Second, func() bool { _, err := c.Get(ctx, "orders", "a"); return err == nil })
+	testwait.For(t, 10*time.Second, "the job to be readable again", func() bool { _, err := c.Get(ctx, "orders", "a"); return err == nil })
 	for _, id := range []string{"a", "b", "c"} {
 		j, err := c.Get(ctx, "orders", id)
 		if err != nil {
@@ -181,7 +182,7 @@ func TestStopDuringRestartBackoff(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, func() bool { return r.Pid() == 0 })
+	testwait.For(t, 10*time.Second, "redis-server to exit", func() bool { return r.Pid() == 0 })
 	done := make(chan error, 1)
 	go func() { done <- r.Stop(context.Background()) }()
 	select {
@@ -257,17 +258,6 @@ func newClient(t *testing.T, r *embedded.Redis) *delayq.Client {
 // alive reports whether a process with this id exists.
 func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
-}
-
-func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met after %v", timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 func testContext(t *testing.T) context.Context {

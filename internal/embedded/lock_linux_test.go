@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/embedded"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // TestStopHoldsLockUntilRedisExits checks that Stop keeps the data directory locked while a
@@ -25,7 +26,7 @@ func TestStopHoldsLockUntilRedisExits(t *testing.T) {
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
 	stopped := make(chan error, 1)
 	go func() { stopped <- r.Stop(context.Background()) }()
-	waitFor(t, 10*time.Second, func() bool { return signalPending(t, pid, syscall.SIGTERM) })
+	testwait.For(t, 10*time.Second, "SIGTERM to be pending", func() bool { return signalPending(t, pid, syscall.SIGTERM) })
 
 	second, err := embedded.Start(testContext(t), embedded.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 	if err == nil {

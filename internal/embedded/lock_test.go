@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/embedded"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // serveDirEnv, when set, makes the test binary a stand-in for delayq server: it starts an
@@ -99,7 +100,7 @@ func TestLockOutlivesCrashedServer(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 	}
-	waitFor(t, 20*time.Second, func() bool {
+	testwait.For(t, 20*time.Second, "the data directory's lock to be free", func() bool {
 		f, err := os.OpenFile(filepath.Join(dir, "delayq.lock"), os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -109,14 +110,11 @@ func TestLockOutlivesCrashedServer(t *testing.T) {
 			return false
 		}
 		// The kernel closes an exiting process's files a moment before it turns into a zombie.
-		for deadline := time.Now().Add(2 * time.Second); alive(pid); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the data directory was free while the crashed server's redis-server (pid %d) still ran", pid)
-			}
-		}
+		testwait.For(t, 2*time.Second, fmt.Sprintf("the crashed server's redis-server (pid %d), whose data directory is free, to exit", pid),
+			func() bool { return !alive(pid) })
 		return true
 	})
-	waitFor(t, 20*time.Second, func() bool {
+	testwait.For(t, 20*time.Second, "Start to get the data directory", func() bool {
 		r, err := embedded.Start(testContext(t), embedded.Config{Dir: dir, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
 		if errors.Is(err, embedded.ErrLocked) {
 			return false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/embedded"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // TestRedisOutlivesStartingThread checks that redis-server does not get its parent-death
@@ -66,7 +67,7 @@ func TestRedisOutlivesStartingThread(t *testing.T) {
 	r := got.r
 	pid := r.Pid()
 	task := fmt.Sprintf("/proc/%d/task/%d", os.Getpid(), got.tid)
-	waitFor(t, 10*time.Second, func() bool {
+	testwait.For(t, 10*time.Second, "the thread that called Start to end", func() bool {
 		_, err := os.Stat(task)
 		return errors.Is(err, os.ErrNotExist)
 	})
@@ -112,16 +113,15 @@ func suspend(pid int) error {
 		return err
 	}
 	path := fmt.Sprintf("/proc/%d/stat", pid)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	return testwait.Until(10*time.Second, func() error {
 		stat, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		// The state follows the command name, which is in parentheses and may hold any byte.
-		i := bytes.LastIndexByte(stat, ')')
-		if i >= 0 && i+2 < len(stat) && stat[i+2] == 'T' {
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'T' {
 			return nil
 		}
-	}
-	return fmt.Errorf("process %d did not stop after SIGSTOP", pid)
+		return fmt.Errorf("process %d did not stop after SIGSTOP", pid)
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // Scenario 8: a Redis Cluster of 3 primaries with 3 replicas each, under load. A CLUSTER
@@ -56,7 +57,7 @@ func clusterScenario(t *testing.T, fault string) {
 		if _, err := do(ctx, replica, "CLUSTER", "FAILOVER"); err != nil {
 			t.Fatalf("CLUSTER FAILOVER on %s: %v", replica, err)
 		}
-		h.waitFor("the replica to take over", time.Minute, func() bool {
+		testwait.For(h.t, time.Minute, "the replica to take over", func() bool {
 			r, _ := role(ctx, replica)
 			old, up := role(ctx, primary)
 			return r == "master" && old == "slave" && up

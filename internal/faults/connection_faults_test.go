@@ -9,6 +9,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // Scenario 14: every connection between the agents and Redis drops, and new ones are refused
@@ -61,7 +62,7 @@ func TestClientsHangUpDuringReserve(t *testing.T) {
 	consumer := h.start("consumer", "http-work", "-server", "http://"+listen, "-concurrency", "20", "-hangup", "3")
 	start := time.Now().UnixMilli()
 	h.finished(producer, 2*time.Minute)
-	h.waitFor("the consumers to hand out every job", 2*time.Minute, func() bool {
+	testwait.For(h.t, 2*time.Minute, "the consumers to hand out every job", func() bool {
 		return consumer.count(faults.Acked) >= producer.count(faults.Enqueued)
 	})
 	end := time.Now().UnixMilli()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // harness runs one scenario: agent processes on one topic of one Redis deployment, the test's
@@ -159,7 +160,7 @@ func (h *harness) pause(p *agent, stop bool) int64 {
 		sig = syscall.SIGSTOP
 	}
 	p.signal(sig)
-	h.waitFor(fmt.Sprintf("%s to follow %v", p.name, sig), 5*time.Second, func() bool {
+	testwait.For(h.t, 5*time.Second, fmt.Sprintf("%s to follow %v", p.name, sig), func() bool {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
 		if err != nil {
 			return false
@@ -219,18 +220,6 @@ func (p *agent) events() []faults.Event {
 	return evs
 }
 
-// waitFor polls cond every 20 ms until it holds, failing the test after timeout.
-func (h *harness) waitFor(what string, timeout time.Duration, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // pending returns the topic's delayed, ready and reserved jobs.
 func (h *harness) pending() (int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -247,16 +236,10 @@ func (h *harness) pending() (int64, error) {
 func (h *harness) drain(timeout time.Duration, allowed int64) time.Duration {
 	h.t.Helper()
 	start := time.Now()
-	var last int64
-	var lastErr error
-	deadline := start.Add(timeout)
-	for {
-		last, lastErr = h.pending()
-		if lastErr == nil && last <= allowed {
-			return time.Since(start)
-		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("drain: %d jobs still pending after %v (%v)", last, timeout, lastErr)
+	testwait.ForNil(h.t, timeout, fmt.Sprintf("at most %d jobs pending", allowed), func() error {
+		last, err := h.pending()
+		if err == nil && last <= allowed {
+			return nil
 		}
 		h.mu.Lock()
 		for _, p := range h.procs {
@@ -270,8 +253,9 @@ func (h *harness) drain(timeout time.Duration, allowed int64) time.Duration {
 			}
 		}
 		h.mu.Unlock()
-		time.Sleep(50 * time.Millisecond)
-	}
+		return fmt.Errorf("%d jobs still pending (%v)", last, err)
+	})
+	return time.Since(start)
 }
 
 // check stops every agent still running, reads all logs and what Redis holds, and applies the

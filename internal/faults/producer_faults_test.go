@@ -9,6 +9,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // Scenario 3: kill -9 a producer in the middle of its batches. Every job whose enqueue was
@@ -21,7 +22,7 @@ func TestKillProducer(t *testing.T) {
 	prod := h.start("producer", "produce", "-prefix", "b", "-n", "1000000", "-batch", "1000",
 		"-concurrency", "4", "-pad", "1000", "-delay", "2s", "-partitions", "4")
 	batches := scale(20, 100)
-	h.waitFor("the producer's batches", time.Minute, func() bool { return prod.count(faults.Send) >= batches })
+	testwait.For(h.t, time.Minute, "the producer's batches", func() bool { return prod.count(faults.Send) >= batches })
 	killAt := h.kill(prod)
 
 	// Before any consumer runs: the layout is whole.

@@ -13,6 +13,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // firstAfter returns the moment of the agent's first event of kind at or after at, or 0.
@@ -30,7 +31,7 @@ func firstAfter(p *agent, kind faults.Kind, at int64) int64 {
 func (h *harness) recovery(at int64, producer, worker *agent) time.Duration {
 	h.t.Helper()
 	var enq, ack int64
-	h.waitFor("the service to recover", 30*time.Second, func() bool {
+	testwait.For(h.t, 30*time.Second, "the service to recover", func() bool {
 		if enq == 0 {
 			enq = firstAfter(producer, faults.Enqueued, at)
 		}
@@ -50,7 +51,7 @@ func (h *harness) load(prefix string, n, secs int, extra ...string) (producer, w
 	producer = h.start("producer", "produce", args...)
 	worker = h.start("worker1", "work", "-concurrency", "50", "-sleep", "10ms")
 	h.start("worker2", "work", "-concurrency", "50", "-sleep", "10ms")
-	h.waitFor("load to build up", 30*time.Second, func() bool {
+	testwait.For(h.t, 30*time.Second, "load to build up", func() bool {
 		return producer.count(faults.Enqueued) >= n/10 && worker.count(faults.Acked) > 0
 	})
 	return producer, worker

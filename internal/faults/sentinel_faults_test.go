@@ -15,6 +15,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // do runs one command on the server at addr.
@@ -84,14 +85,14 @@ func sentinelScenario(t *testing.T, fault string, wait bool) {
 	start := time.Now().UnixMilli()
 	switch fault {
 	case "failover":
-		h.waitFor("SENTINEL FAILOVER to be accepted", 20*time.Second, func() bool {
+		testwait.For(h.t, 20*time.Second, "SENTINEL FAILOVER to be accepted", func() bool {
 			_, err := do(ctx, s.SentinelAddrs()[0], "SENTINEL", "FAILOVER", s.MasterName)
 			return err == nil
 		})
 	case "kill":
 		s.Primary.Kill(t)
 	}
-	h.waitFor("the sentinels to promote the replica", time.Minute, func() bool {
+	testwait.For(h.t, time.Minute, "the sentinels to promote the replica", func() bool {
 		return promoted(ctx, s, s.Replica.Addr)
 	})
 	end := time.Now().UnixMilli()
@@ -104,7 +105,7 @@ func sentinelScenario(t *testing.T, fault string, wait bool) {
 	// to take over a minute, which is not what this test measures, so after 30 s the harness
 	// points it at the new primary itself.
 	nudge := time.Now().Add(30 * time.Second)
-	h.waitFor("the old primary to follow the new one", 2*time.Minute, func() bool {
+	testwait.For(h.t, 2*time.Minute, "the old primary to follow the new one", func() bool {
 		r, up := role(ctx, s.Primary.Addr)
 		if r == "master" && !nudge.IsZero() && time.Now().After(nudge) {
 			nudge = time.Time{}

@@ -13,6 +13,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // freePort returns a loopback port that was free a moment ago.
@@ -33,7 +34,7 @@ func (h *harness) startServer(name, listen string) *agent {
 		"--listen", listen, "--redis", h.redisURL, "--namespace", h.ns,
 		"--webhook-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--webhook-allow-cidr", "127.0.0.0/8",
 		"--log-level", "warn")
-	h.waitFor(name+" to be ready", 30*time.Second, func() bool {
+	testwait.For(h.t, 30*time.Second, name+" to be ready", func() bool {
 		resp, err := http.Get("http://" + listen + "/readyz")
 		if err != nil {
 			return false
@@ -64,7 +65,7 @@ func TestKillServer(t *testing.T) {
 	pull := h.start("pull-producer", "http-produce", append(common, "-prefix", "pull")...)
 	push := h.start("push-producer", "http-produce", append(common, "-prefix", "push", "-callback", "http://"+hook+"/hook")...)
 	consumer := h.start("consumer", "http-work", "-server", base, "-concurrency", "20")
-	h.waitFor("load to build up", time.Minute, func() bool {
+	testwait.For(h.t, time.Minute, "load to build up", func() bool {
 		return consumer.count(faults.Acked) >= n/20 && receiver.count(faults.Delivered) >= n/20
 	})
 	killAt := h.kill(server1)
@@ -72,7 +73,7 @@ func TestKillServer(t *testing.T) {
 	upAt := time.Now().UnixMilli()
 
 	var enq, ack, hooked int64
-	h.waitFor("the service to recover", 30*time.Second, func() bool {
+	testwait.For(h.t, 30*time.Second, "the service to recover", func() bool {
 		if enq == 0 {
 			enq = max(firstAfter(pull, faults.Enqueued, upAt), firstAfter(push, faults.Enqueued, upAt))
 		}

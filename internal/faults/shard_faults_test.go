@@ -51,7 +51,7 @@ func TestShardDown(t *testing.T) {
 
 	start := time.Now().UnixMilli()
 	hung.Stop(t)
-	time.Sleep(6 * time.Second)
+	time.Sleep(6 * time.Second) // the fault's length, not a wait for a goroutine
 	hung.Cont(t)
 	end := time.Now().UnixMilli()
 	rec := h.recovery(end, producer, worker)

@@ -10,6 +10,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/faults"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // itoa is strconv.Itoa, for flag values.
@@ -66,7 +67,7 @@ func TestKillWorker(t *testing.T) {
 		"-rate", itoa(n/5), "-spread", "2s", "-ttr", ttr.String(), "-backoff", "0")
 	victim := h.start("victim", "work", "-concurrency", "50", "-sleep", "1s")
 	h.start("survivor", "work", "-concurrency", "100", "-sleep", "20ms")
-	h.waitFor("the victim to hold 50 jobs", 30*time.Second, func() bool { return victim.count(faults.Delivered) >= 50 })
+	testwait.For(h.t, 30*time.Second, "the victim to hold 50 jobs", func() bool { return victim.count(faults.Delivered) >= 50 })
 	killAt := h.kill(victim)
 	h.finished(prod, time.Minute)
 	canceller := h.start("canceller", "cancel", "-prefix", "k", "-n", itoa(n), "-every", "7")
@@ -119,7 +120,7 @@ func TestStopWorkerPastTTR(t *testing.T) {
 	prod := h.start("producer", "produce", "-prefix", "s", "-n", itoa(n), "-batch", "50",
 		"-rate", itoa(n/4), "-ttr", ttr.String(), "-backoff", "0")
 	sleeper := h.start("sleeper", "work", "-concurrency", "20", "-sleep", "300ms")
-	h.waitFor("the sleeper to hold 20 jobs", 30*time.Second, func() bool { return sleeper.count(faults.Delivered) >= 20 })
+	testwait.For(h.t, 30*time.Second, "the sleeper to hold 20 jobs", func() bool { return sleeper.count(faults.Delivered) >= 20 })
 	stopAt := h.pause(sleeper, true)
 	events, err := faults.ReadLogs(h.dir)
 	if err != nil {
@@ -131,7 +132,7 @@ func TestStopWorkerPastTTR(t *testing.T) {
 	}
 	// Another worker takes the expired leases; the sleeper stays stopped until it has them all.
 	h.start("taker", "work", "-concurrency", "50")
-	h.waitFor("the taker to get every job the sleeper held", 30*time.Second, func() bool {
+	testwait.For(h.t, 30*time.Second, "the taker to get every job the sleeper held", func() bool {
 		evs, err := faults.ReadLogs(h.dir)
 		if err != nil {
 			return false

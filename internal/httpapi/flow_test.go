@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestEnqueueGetReserveAck(t *testing.T) {
@@ -436,7 +438,7 @@ func TestTopics(t *testing.T) {
 	if string(raw["next_run_at"]) != "null" {
 		t.Fatalf("empty topic: %s", r.body)
 	}
-	waitFor(t, 5*time.Second, "oldest_ready_ms to grow", func() bool {
+	testwait.For(t, 5*time.Second, "oldest_ready_ms to grow", func() bool {
 		return decode[topicJSON](t, e.call("GET", "/v1/topics/alpha", nil).want(t, http.StatusOK)).OldestReadyMs > 0
 	})
 }

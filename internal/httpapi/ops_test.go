@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestAuth(t *testing.T) {
@@ -136,7 +138,7 @@ func TestStoreUnavailable(t *testing.T) {
 	}
 	e.redis.Cont(t)
 	stopped = false
-	waitFor(t, 10*time.Second, "readyz after SIGCONT", func() bool {
+	testwait.For(t, 10*time.Second, "readyz after SIGCONT", func() bool {
 		return e.call("GET", "/readyz", nil).status == http.StatusOK
 	})
 	e.call("GET", "/v1/topics/u/jobs/j", nil).want(t, http.StatusOK)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // A client that hangs up while its reserve is being served burns nothing: the job is put back
@@ -55,17 +57,12 @@ func TestReserveOfAClientThatLeftPutsTheJobBack(t *testing.T) {
 		t.Fatal("the server did not notice the client leave")
 	}
 	e.redis.Cont(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		j := e.get("gone", "j")
-		if j.State == "ready" && j.Attempts == 0 {
-			break
+	testwait.ForNil(t, 20*time.Second, "the job of a reserve nobody read to be ready with 0 attempts", func() error {
+		if j := e.get("gone", "j"); j.State != "ready" || j.Attempts != 0 {
+			return fmt.Errorf("%s with %d attempts", j.State, j.Attempts)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job of a reserve nobody read is %s with %d attempts, want ready with 0", j.State, j.Attempts)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	got := e.reserveOne("gone", nil)
 	if got.ID != "j" || got.Attempts != 1 {
 		t.Fatalf("next reserve: %+v", got)

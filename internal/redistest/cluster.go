@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // clusterTimeout bounds `redis-cli --cluster create` and, separately, the
@@ -56,7 +58,7 @@ func NewCluster(t testing.TB, primaries, replicasPerPrimary int) *Cluster {
 		t.Fatalf("redistest: redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 
-	err := waitFor(clusterTimeout, 20*time.Millisecond, func() error {
+	err := testwait.Until(clusterTimeout, func() error {
 		for _, node := range c.Nodes {
 			if err := checkClusterNode(node.Addr, primaries, primaries*replicasPerPrimary); err != nil {
 				return err

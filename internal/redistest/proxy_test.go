@@ -16,6 +16,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // proxyClient returns a go-redis client of p configured by opts; it is
@@ -549,26 +551,15 @@ func TestProxyNoGoroutineLeak(t *testing.T) {
 		// waits for the reply it is to drop.
 		p.DropReplyOnce(func(args []string) bool { return strings.EqualFold(args[0], "BLPOP") })
 		go func() { _ = c.BLPop(ctx, 0, "never").Err() }()
-		deadline := time.Now().Add(5 * time.Second)
-		for p.Forwarded("blpop") == 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("BLPOP did not reach the proxy")
-			}
-			time.Sleep(time.Millisecond)
-		}
+		testwait.For(t, 20*time.Second, "BLPOP to reach the proxy", func() bool { return p.Forwarded("blpop") > 0 })
 		// An outage that outlives the test, on a proxy of its own.
 		NewProxy(t, p.Addr()).Outage(time.Minute)
 	})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.ForNil(t, 5*time.Second, "the proxy's goroutines to end after cleanup", func() error {
 		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		if !strings.Contains(stacks, "redistest.(*Proxy)") {
-			return
+		if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "redistest.(*Proxy)") {
+			return fmt.Errorf("left:\n%s", stacks)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("proxy goroutines left after cleanup:\n%s", stacks)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redisproc"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 const (
@@ -374,20 +375,16 @@ func (s *Server) signal(t testing.TB, sig syscall.Signal, stop bool) {
 	}
 	pid := s.proc.Pid()
 	s.proc.Signal(sig)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testwait.ForNil(t, 5*time.Second, fmt.Sprintf("redistest: %s to follow %v", s.Addr, sig), func() error {
 		state, err := procState(pid)
 		if err != nil {
 			t.Fatalf("redistest: %v %s: %v", sig, s.Addr, err)
 		}
-		if (state == 'T') == stop {
-			return
+		if (state == 'T') != stop {
+			return fmt.Errorf("process state still %q", state)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("redistest: %v %s: process state still %q after 5s", sig, s.Addr, state)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // procState returns the state letter of a process from /proc/<pid>/stat.
@@ -473,15 +470,4 @@ func releasePort(port int) {
 	defer portMu.Unlock()
 	delete(reserved, port)
 	delete(reserved, port+clusterBusOffset)
-}
-
-// waitFor polls check every interval until it returns nil or timeout passes;
-// it returns the last error on timeout.
-func waitFor(timeout, interval time.Duration, check func() error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if err := redisproc.Poll(ctx, interval, func(context.Context) error { return check() }); err != nil {
-		return fmt.Errorf("still not ready after %v: %w", timeout, err)
-	}
-	return nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func testContext(t *testing.T, d time.Duration) context.Context {
@@ -172,7 +174,7 @@ func TestKillRestartKeepsAOF(t *testing.T) {
 	}
 	// The pooled connections died with the old process; go-redis redials.
 	var got string
-	err := waitFor(5*time.Second, 10*time.Millisecond, func() error {
+	err := testwait.Until(5*time.Second, func() error {
 		var err error
 		got, err = c.Get(ctx, "survivor").Result()
 		return err
@@ -215,7 +217,7 @@ func TestStopCont(t *testing.T) {
 	}
 
 	s.Cont(t)
-	if err := waitFor(5*time.Second, 10*time.Millisecond, func() error { return c.Ping(ctx).Err() }); err != nil {
+	if err := testwait.Until(5*time.Second, func() error { return c.Ping(ctx).Err() }); err != nil {
 		t.Fatalf("PING after Cont: %v", err)
 	}
 
@@ -349,7 +351,7 @@ func TestSentinelFailover(t *testing.T) {
 	if err := sc.Failover(ctx, s.MasterName).Err(); err != nil {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
-	err := waitFor(20*time.Second, 50*time.Millisecond, func() error {
+	err := testwait.Until(20*time.Second, func() error {
 		addr, err := sc.GetMasterAddrByName(ctx, s.MasterName).Result()
 		if err != nil {
 			return err
@@ -368,7 +370,7 @@ func TestSentinelFailover(t *testing.T) {
 	// primary (the old one accepts writes until sentinel reconfigures it).
 	newPrimary := s.Replica.Client(t)
 	i := 0
-	err = waitFor(20*time.Second, 50*time.Millisecond, func() error {
+	err = testwait.Until(20*time.Second, func() error {
 		i++
 		v := fmt.Sprint(i)
 		if err := c.Set(ctx, "after", v, 0).Err(); err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // sentinelTimeout bounds each wait of NewSentinel.
@@ -44,7 +46,7 @@ func NewSentinel(t testing.TB) *Sentinel {
 	if _, err := do(s.Replica.Addr, probeTimeout, "REPLICAOF", "127.0.0.1", primaryPort); err != nil {
 		t.Fatalf("redistest: REPLICAOF on %s: %v", s.Replica.Addr, err)
 	}
-	err := waitFor(sentinelTimeout, 10*time.Millisecond, func() error {
+	err := testwait.Until(sentinelTimeout, func() error {
 		repl, err := doString(s.Replica.Addr, probeTimeout, "INFO", "replication")
 		if err != nil {
 			return err
@@ -75,7 +77,7 @@ func NewSentinel(t testing.TB) *Sentinel {
 
 	// Sentinels find the replica through the master's INFO at once, but
 	// each other only through hello messages published every 2 s.
-	err = waitFor(sentinelTimeout, 20*time.Millisecond, func() error {
+	err = testwait.Until(sentinelTimeout, func() error {
 		for _, sen := range s.Sentinels {
 			if err := s.checkSentinel(sen.Addr); err != nil {
 				return err

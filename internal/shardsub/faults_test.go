@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // The tests in this file break a subscribed cluster in the ways the
@@ -62,7 +63,7 @@ func TestReconnect(t *testing.T) {
 
 			victim := cl.Nodes[1]
 			lost := func() {
-				waitUntil(t, 3*time.Second, "Lost events", func() error {
+				testwait.ForNil(t, 3*time.Second, "Lost events", func() error {
 					for _, name := range names {
 						if own[name] == victim.Addr && rec.count(name, Lost) != 1 {
 							return fmt.Errorf("no Lost for %s", name)
@@ -73,7 +74,7 @@ func TestReconnect(t *testing.T) {
 			}
 			begin := time.Now()
 			tt.fault(t, ctx, victim, lost)
-			waitUntil(t, 10*time.Second, "resubscription", func() error {
+			testwait.ForNil(t, 10*time.Second, "resubscription", func() error {
 				for _, name := range names {
 					want := 1
 					if own[name] == victim.Addr {
@@ -174,7 +175,7 @@ func TestSlotMigration(t *testing.T) {
 	for name := range inSlot {
 		own[name] = to.Addr
 	}
-	waitUntil(t, 5*time.Second, "resubscription on the new primary", func() error {
+	testwait.ForNil(t, 5*time.Second, "resubscription on the new primary", func() error {
 		for _, name := range names {
 			want := 1
 			if inSlot[name] {
@@ -189,7 +190,7 @@ func TestSlotMigration(t *testing.T) {
 		}
 		return nil
 	})
-	waitUntil(t, 5*time.Second, "second Subscriber's idle connection closed", func() error {
+	testwait.ForNil(t, 5*time.Second, "second Subscriber's idle connection closed", func() error {
 		s2.mu.Lock()
 		defer s2.mu.Unlock()
 		if _, ok := s2.conns[from.Addr]; ok || len(s2.conns) != 1 {
@@ -216,7 +217,7 @@ func TestFailover(t *testing.T) {
 			// happen on a busy test machine, so ask again until it is done.
 			c := replica.Client(t)
 			var asked time.Time
-			waitUntil(t, 15*time.Second, "manual failover", func() error {
+			testwait.ForNil(t, 15*time.Second, "manual failover", func() error {
 				role, err := c.Do(ctx, "ROLE").Slice()
 				if err == nil && len(role) > 0 && role[0] == "master" {
 					return nil
@@ -266,7 +267,7 @@ func TestFailover(t *testing.T) {
 					own[name] = replica.Addr
 				}
 			}
-			waitUntil(t, 15*time.Second, "resubscription on the promoted replica", func() error {
+			testwait.ForNil(t, 15*time.Second, "resubscription on the promoted replica", func() error {
 				for name, addr := range own {
 					want := 1
 					if addr == replica.Addr {
@@ -283,7 +284,7 @@ func TestFailover(t *testing.T) {
 			// The demoted primary has no pub/sub clients left (CLIENT LIST
 			// would not show an idle one): the Subscriber keeps no
 			// connection but those to the primaries serving its channels.
-			waitUntil(t, 5*time.Second, "connections to the primaries only", func() error {
+			testwait.ForNil(t, 5*time.Second, "connections to the primaries only", func() error {
 				want := map[string]bool{}
 				for _, addr := range own {
 					want[addr] = true
@@ -337,7 +338,7 @@ func TestStaleSlotMap(t *testing.T) {
 	}
 
 	useStale.Store(true)
-	waitUntil(t, 5*time.Second, "stale slot map", func() error {
+	testwait.ForNil(t, 5*time.Second, "stale slot map", func() error {
 		cc.ReloadState(ctx)
 		c, err := cc.MasterForKey(ctx, first[0])
 		if err != nil {

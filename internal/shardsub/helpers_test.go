@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // testTiming makes retries happen within a test's time. Its health
@@ -101,23 +102,6 @@ func (r *recorder) lastPayload(channel string) string {
 	return p[len(p)-1]
 }
 
-// waitUntil polls check every 10ms until it returns nil, and fails the test
-// with check's last error after timeout.
-func waitUntil(t testing.TB, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v: %v", what, timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // testContext returns a context canceled after d or when the test ends.
 func testContext(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -199,7 +183,7 @@ func waitConnections(ctx context.Context, t testing.TB, cl *redistest.Cluster, o
 	for _, addr := range own {
 		want[addr]++
 	}
-	waitUntil(t, 5*time.Second, "one pub/sub connection per primary", func() error {
+	testwait.ForNil(t, 5*time.Second, "one pub/sub connection per primary", func() error {
 		for _, n := range cl.Nodes {
 			if n.Pid() == 0 {
 				continue
@@ -232,7 +216,7 @@ func publishAll(ctx context.Context, t testing.TB, rec *recorder, own map[string
 			clients[addr] = redis.NewClient(&redis.Options{Addr: addr})
 		}
 		payload := round + ":" + name
-		waitUntil(t, 5*time.Second, "SPUBLISH "+name+" on "+addr, func() error {
+		testwait.ForNil(t, 5*time.Second, "SPUBLISH "+name+" on "+addr, func() error {
 			n, err := clients[addr].SPublish(ctx, name, payload).Result()
 			if err == nil && n != 1 {
 				err = fmt.Errorf("%d receivers", n)
@@ -240,7 +224,7 @@ func publishAll(ctx context.Context, t testing.TB, rec *recorder, own map[string
 			return err
 		})
 	}
-	waitUntil(t, 5*time.Second, "messages of round "+round, func() error {
+	testwait.ForNil(t, 5*time.Second, "messages of round "+round, func() error {
 		for name := range own {
 			if got, want := rec.lastPayload(name), round+":"+name; got != want {
 				return fmt.Errorf("latest message on %s is %q, want %q", name, got, want)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestOneConnectionPerPrimary(t *testing.T) {
@@ -82,7 +83,7 @@ func TestSubscribeRetries(t *testing.T) {
 	t.Logf("Subscribe: %v", err)
 
 	down.Restart(t)
-	waitUntil(t, 10*time.Second, "subscription after restart", func() error {
+	testwait.ForNil(t, 10*time.Second, "subscription after restart", func() error {
 		for _, name := range names {
 			if rec.count(name, Subscribed) != 1 {
 				return fmt.Errorf("%s not subscribed", name)
@@ -108,7 +109,7 @@ func TestClose(t *testing.T) {
 	}
 	// Leave one primary down so that a connection is being retried.
 	cl.Nodes[0].Kill(t)
-	waitUntil(t, 5*time.Second, "a lost connection", func() error {
+	testwait.ForNil(t, 5*time.Second, "a lost connection", func() error {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if len(s.conns) == 3 {
@@ -130,7 +131,7 @@ func TestClose(t *testing.T) {
 	if err := s.Subscribe(ctx, names...); !errors.Is(err, ErrClosed) {
 		t.Errorf("Subscribe after Close = %v, want ErrClosed", err)
 	}
-	waitUntil(t, time.Second, "goroutines gone", func() error {
+	testwait.ForNil(t, time.Second, "goroutines gone", func() error {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		for _, g := range strings.Split(stacks, "\n\n") {
@@ -141,7 +142,7 @@ func TestClose(t *testing.T) {
 		return nil
 	})
 	// The other primaries see no pub/sub client of ours any more.
-	waitUntil(t, time.Second, "connections closed", func() error {
+	testwait.ForNil(t, time.Second, "connections closed", func() error {
 		for _, n := range cl.Nodes[1:] {
 			if got := pubsubClients(t, ctx, n.Addr); len(got) != 0 {
 				return fmt.Errorf("%s has pub/sub clients %v", n.Addr, got)

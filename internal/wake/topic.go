@@ -5,6 +5,7 @@ package wake
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -224,4 +225,24 @@ func (t *Topic) Wait(ctx context.Context, deadline time.Time, interval time.Dura
 		return isRecheck
 	}
 	return false
+}
+
+// Snapshot is what a Topic knows at one moment, for tests and diagnostics.
+type Snapshot struct {
+	Partitions int         // 0 until known
+	Next       []time.Time // per partition, when it next has something due
+	Notices    []uint64    // per partition, the notices heard
+	Listening  bool        // the partitions' notices wake it
+	Awaiting   bool        // the registration of its topic wakes it
+	LookedUp   time.Time   // when the registry was last asked for it, zero after a notice of it
+}
+
+// Snapshot returns a copy of what t knows now.
+func (t *Topic) Snapshot() Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return Snapshot{
+		Partitions: t.n, Next: slices.Clone(t.next), Notices: slices.Clone(t.notices),
+		Listening: t.listening, Awaiting: t.awaiting, LookedUp: t.lookedUp,
+	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/delayq/delayq"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // TestDeliveriesMatchTheOpenAPICallback checks push deliveries against the delivery callback
@@ -52,7 +54,7 @@ func TestDeliveriesMatchTheOpenAPICallback(t *testing.T) {
 		e.enqueue(t, "contract", s)
 	}
 	e.start(t, Config{})
-	waitFor(t, 10*time.Second, "three deliveries", func() bool { return rcv.count() >= 3 })
+	testwait.For(t, 10*time.Second, "three deliveries", func() bool { return rcv.count() >= 3 })
 	for _, d := range rcv.deliveries() {
 		req, err := http.NewRequest(http.MethodPost, rcv.url(d.path), bytes.NewReader(d.body))
 		if err != nil {

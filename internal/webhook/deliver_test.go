@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/delayq/delayq"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestDeliverOnTime(t *testing.T) {
@@ -26,8 +28,8 @@ func TestDeliverOnTime(t *testing.T) {
 	m := newMetrics()
 	e.start(t, Config{Metrics: m})
 
-	waitFor(t, 10*time.Second, "the delivery", func() bool { return rcv.count() >= 1 })
-	waitFor(t, 5*time.Second, "the ack", func() bool { return e.get(t, "orders", "o-42") == nil })
+	testwait.For(t, 10*time.Second, "the delivery", func() bool { return rcv.count() >= 1 })
+	testwait.For(t, 5*time.Second, "the ack", func() bool { return e.get(t, "orders", "o-42") == nil })
 	got := rcv.deliveries()
 	if len(got) != 1 {
 		t.Fatalf("%d deliveries, want 1", len(got))
@@ -79,7 +81,7 @@ func TestDeliverOnTime(t *testing.T) {
 		t.Error("the signature verifies with another secret")
 	}
 
-	waitFor(t, 5*time.Second, "the metrics", func() bool { return counter(t, m.Acked, "orders") == 1 })
+	testwait.For(t, 5*time.Second, "the metrics", func() bool { return counter(t, m.Acked, "orders") == 1 })
 	for _, c := range []struct {
 		name string
 		got  float64
@@ -229,7 +231,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 			e.start(t, Config{Guard: g, Metrics: m})
 
 			var job *delayq.Job
-			waitFor(t, 15*time.Second, "the job to be acked or dead", func() bool {
+			testwait.For(t, 15*time.Second, "the job to be acked or dead", func() bool {
 				job = e.get(t, "t", "j1")
 				return job == nil || job.State == delayq.StateDead
 			})
@@ -255,7 +257,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 			if tt.check != nil {
 				tt.check(t, got)
 			}
-			waitFor(t, 5*time.Second, "the metrics", func() bool {
+			testwait.For(t, 5*time.Second, "the metrics", func() bool {
 				return counter(t, m.Webhooks, "t", tt.outcome) == float64(tt.attempts)
 			})
 		})

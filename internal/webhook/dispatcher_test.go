@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func TestNewValidates(t *testing.T) {
@@ -51,7 +53,7 @@ func TestNewTopics(t *testing.T) {
 		rcv := newReceiver(t, nil, ok)
 		e.start(t, Config{TopicScan: 20 * time.Millisecond}) // no topic exists yet
 		e.enqueue(t, "late", delayq.Spec{ID: "a", CallbackURL: rcv.url("/")})
-		waitFor(t, 10*time.Second, "the delivery", func() bool { return e.get(t, "late", "a") == nil })
+		testwait.For(t, 10*time.Second, "the delivery", func() bool { return e.get(t, "late", "a") == nil })
 	})
 	t.Run("watched at once", func(t *testing.T) {
 		t.Parallel()
@@ -64,7 +66,7 @@ func TestNewTopics(t *testing.T) {
 			}
 		}
 		e.enqueue(t, "watched", delayq.Spec{ID: "a", CallbackURL: rcv.url("/")})
-		waitFor(t, 10*time.Second, "the delivery", func() bool { return e.get(t, "watched", "a") == nil })
+		testwait.For(t, 10*time.Second, "the delivery", func() bool { return e.get(t, "watched", "a") == nil })
 		if err := d.Stop(testContext(t)); err != nil {
 			t.Fatalf("Stop: %v", err)
 		}
@@ -79,7 +81,7 @@ func TestNewTopics(t *testing.T) {
 		e.enqueue(t, "mixed", delayq.Spec{ID: "pull"})
 		e.enqueue(t, "mixed", delayq.Spec{ID: "push", CallbackURL: rcv.url("/")})
 		e.start(t, Config{})
-		waitFor(t, 10*time.Second, "the push delivery", func() bool { return e.get(t, "mixed", "push") == nil })
+		testwait.For(t, 10*time.Second, "the push delivery", func() bool { return e.get(t, "mixed", "push") == nil })
 		jobs, err := e.c.Reserve(testContext(t), "mixed", delayq.ReserveOptions{Max: 10})
 		if err != nil || len(jobs) != 1 || jobs[0].ID != "pull" {
 			t.Fatalf("Reserve = %v, %v; want the pull job", jobs, err)
@@ -117,7 +119,7 @@ func TestTwoDispatchersDeliverOnce(t *testing.T) {
 			t.Fatalf("job %d: %v", i, r.Err)
 		}
 	}
-	waitFor(t, 30*time.Second, "every job to be acked", func() bool {
+	testwait.For(t, 30*time.Second, "every job to be acked", func() bool {
 		s, err := e.c.Stats(testContext(t), "fanout")
 		return err == nil && s.Delayed+s.Ready+s.Reserved+s.Dead == 0 && rcv.count() >= n
 	})
@@ -228,7 +230,7 @@ func TestStopCutsAndReleases(t *testing.T) {
 	}
 
 	e.start(t, Config{Client: e.newClient(t)}) // the next server
-	waitFor(t, 10*time.Second, "the redelivery", func() bool { return e.get(t, "t", "cut") == nil })
+	testwait.For(t, 10*time.Second, "the redelivery", func() bool { return e.get(t, "t", "cut") == nil })
 	got := rcv.deliveries()
 	if len(got) != 2 {
 		t.Fatalf("the receiver got %d requests, want 2", len(got))

@@ -9,6 +9,8 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/delayq/delayq"
+
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // While a secret is rotated, every delivery carries a signature with each secret, so that a
@@ -22,7 +24,7 @@ func TestDeliverSignedWithPreviousSecret(t *testing.T) {
 	current := NewSecret()
 	e.start(t, Config{Secret: mustSecret(t, current), PreviousSecret: mustSecret(t, testSecret)})
 
-	waitFor(t, 10*time.Second, "the delivery", func() bool { return rcv.count() >= 1 })
+	testwait.For(t, 10*time.Second, "the delivery", func() bool { return rcv.count() >= 1 })
 	d := rcv.deliveries()[0]
 	sigs := strings.Fields(d.header.Get("webhook-signature"))
 	if len(sigs) != 2 || !strings.HasPrefix(sigs[0], "v1,") || !strings.HasPrefix(sigs[1], "v1,") {
@@ -56,7 +58,7 @@ func TestDeliverSignedOnce(t *testing.T) {
 	rcv := newReceiver(t, nil, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	e.enqueue(t, "orders", delayq.Spec{ID: "plain", CallbackURL: rcv.url("/hook")})
 	e.start(t, Config{})
-	waitFor(t, 10*time.Second, "the delivery", func() bool { return rcv.count() >= 1 })
+	testwait.For(t, 10*time.Second, "the delivery", func() bool { return rcv.count() >= 1 })
 	h := rcv.deliveries()[0].header
 	if sigs := strings.Fields(h.Get("webhook-signature")); len(sigs) != 1 {
 		t.Errorf("webhook-signature %q, want one signature", h.Get("webhook-signature"))
