@@ -84,7 +84,7 @@ func BenchmarkReserveAck(b *testing.B) {
 				b.Errorf("Reserve: %d jobs, %v", len(jobs), err)
 				return
 			}
-			if err := c.Ack(ctx, "bench", jobs[0].ID, jobs[0].Lease); err != nil {
+			if err := c.Ack(ctx, Lease{Topic: "bench", ID: jobs[0].ID, Token: jobs[0].LeaseToken}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -149,7 +149,7 @@ func BenchmarkWorkerDrain(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	w.Handle(ctx, "drain", func(ctx context.Context, j *Job) error {
+	w.Handle("drain", func(ctx context.Context, j *Job) error {
 		if handled.Add(1) == int64(b.N) {
 			close(done)
 		}

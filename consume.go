@@ -24,9 +24,9 @@ type ReserveOptions struct {
 	Wait time.Duration
 	// TTR overrides each job's lease length.
 	TTR time.Duration
-	// Push reserves jobs that carry a CallbackURL instead of the others; it is for a webhook
-	// dispatcher.
-	Push bool
+	// push reserves jobs that carry a CallbackURL instead of the others (tests only: push jobs
+	// are for a push Worker).
+	push bool
 }
 
 // DefaultReserveBytes is the default ReserveOptions.MaxBytes.
@@ -60,7 +60,7 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 	case o.TTR != 0 && (o.TTR < l.MinTTR || o.TTR > l.MaxTTR):
 		return nil, invalid("ttr", "%v is outside %v to %v", o.TTR, l.MinTTR, l.MaxTTR)
 	}
-	t, lane, err := c.consumerState(ctx, topic, o.Push)
+	t, lane, err := c.consumerState(ctx, topic, o.push)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +93,22 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 // a topic that does not exist yet is looked for in the registry, and comes into being with its
 // first job.
 func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*topicState, store.Lane, error) {
+	t, lane, err := c.consumerTopic(topic, push)
+	if err != nil {
+		return nil, "", err
+	}
+	if t.partitionCount() == 0 {
+		t.lookUp(time.Now(), 0)
+		if err := c.findTopic(ctx, t); err != nil {
+			return nil, "", err
+		}
+	}
+	return t, lane, nil
+}
+
+// consumerTopic returns the wake-up state of a topic's pull or push lane without asking Redis
+// anything: learnTopic finds the topic later.
+func (c *Client) consumerTopic(topic string, push bool) (*topicState, store.Lane, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, "", err
 	}
@@ -105,12 +121,6 @@ func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*t
 	}
 	t := c.topic(string(lane)+"/"+topic, topic)
 	t.setLane(lane)
-	if t.partitionCount() == 0 {
-		t.lookUp(time.Now(), 0)
-		if err := c.findTopic(ctx, t); err != nil {
-			return nil, "", err
-		}
-	}
 	return t, lane, nil
 }
 
@@ -387,14 +397,23 @@ func repeat(err error, n int) []error {
 	return out
 }
 
+// Lease names one delivery of a job: what Ack, Nack, Touch and Release act on. Job.Lease
+// returns it for a reserved job; a consumer that keeps only the three strings (an HTTP client,
+// say) builds it from them.
+type Lease struct {
+	Topic string
+	ID    string
+	Token string
+}
+
 // Ack marks a reserved job done and removes it. A lease that is not the job's current one is
 // ErrLeaseLost, and the job is left as it is. Concurrent calls share round trips to Redis.
-func (c *Client) Ack(ctx context.Context, topic, id, lease string) error {
-	p, err := c.existing(ctx, topic, id)
+func (c *Client) Ack(ctx context.Context, l Lease) error {
+	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
 		return err
 	}
-	err, ok := c.acker.do(ctx, ackReq{part: p, lease: store.Lease{ID: id, Token: lease}})
+	err, ok := c.acker.do(ctx, ackReq{part: p, lease: store.Lease{ID: l.ID, Token: l.Token}})
 	if !ok {
 		return ctx.Err()
 	}
@@ -414,47 +433,47 @@ type NackOptions struct {
 // Nack ends a reserved job's attempt as failed. The job is due again after its backoff step (or
 // o.Delay); when its retries are used up, or o.Dead is set, it goes to the dead letters. It
 // reports whether the job went dead. A stale lease is ErrLeaseLost.
-func (c *Client) Nack(ctx context.Context, topic, id, lease string, o NackOptions) (dead bool, err error) {
+func (c *Client) Nack(ctx context.Context, l Lease, o NackOptions) (dead bool, err error) {
 	delayMs := int64(-1)
 	if o.Delay != nil {
 		if *o.Delay < 0 || *o.Delay > c.cfg.Limits.MaxDelay {
-			return false, invalid("delay", "%v is outside 0 to %v", *o.Delay, c.cfg.Limits.MaxDelay)
+			return false, invalid("delay", "%s is outside 0 to %s", ms(*o.Delay), ms(c.cfg.Limits.MaxDelay))
 		}
 		delayMs = o.Delay.Milliseconds()
 	}
 	o.Error = truncateUTF8(o.Error, maxErrorText)
-	p, err := c.existing(ctx, topic, id)
+	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
 		return false, err
 	}
-	return c.store.Nack(ctx, p, id, lease, o.Error, delayMs, o.Dead)
+	return c.store.Nack(ctx, p, l.ID, l.Token, o.Error, delayMs, o.Dead)
 }
 
 // Touch extends a lease by ttr from now (zero: the job's TTR) and returns the new deadline.
-func (c *Client) Touch(ctx context.Context, topic, id, lease string, ttr time.Duration) (time.Time, error) {
-	l := c.cfg.Limits
-	if ttr != 0 && (ttr < l.MinTTR || ttr > l.MaxTTR) {
-		return time.Time{}, invalid("ttr", "%v is outside %v to %v", ttr, l.MinTTR, l.MaxTTR)
+func (c *Client) Touch(ctx context.Context, l Lease, ttr time.Duration) (time.Time, error) {
+	lim := c.cfg.Limits
+	if ttr != 0 && (ttr < lim.MinTTR || ttr > lim.MaxTTR) {
+		return time.Time{}, invalid("ttr", "%s is outside %s to %s", ms(ttr), ms(lim.MinTTR), ms(lim.MaxTTR))
 	}
-	p, err := c.existing(ctx, topic, id)
+	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
 		return time.Time{}, err
 	}
-	ms, err := c.store.Touch(ctx, p, id, lease, ttr.Milliseconds())
+	deadline, err := c.store.Touch(ctx, p, l.ID, l.Token, ttr.Milliseconds())
 	if err != nil {
 		return time.Time{}, err
 	}
-	return time.UnixMilli(ms).UTC(), nil
+	return time.UnixMilli(deadline).UTC(), nil
 }
 
 // Release gives a lease back unfinished: the job is due again at once and the attempt does not
 // count. Workers use it when they shut down.
-func (c *Client) Release(ctx context.Context, topic, id, lease string) error {
-	p, err := c.existing(ctx, topic, id)
+func (c *Client) Release(ctx context.Context, l Lease) error {
+	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
 		return err
 	}
-	return c.store.Release(ctx, p, id, lease)
+	return c.store.Release(ctx, p, l.ID, l.Token)
 }
 
 // maxErrorText bounds the error text a job keeps.

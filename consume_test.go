@@ -138,34 +138,37 @@ func TestStaleLeaseIsRefused(t *testing.T) {
 	ctx := testContext(t)
 	mustEnqueue(t, c, "t", Spec{ID: "a", TTR: time.Second})
 	first := reserveOne(t, c, "t", 0)
-	for _, lease := range []string{"", "made-up", first.Lease + "x"} {
-		if err := c.Ack(ctx, "t", "a", lease); !errors.Is(err, ErrLeaseLost) {
+	for _, lease := range []string{"", "made-up", first.LeaseToken + "x"} {
+		if err := c.Ack(ctx, Lease{Topic: "t", ID: "a", Token: lease}); !errors.Is(err, ErrLeaseLost) {
 			t.Errorf("Ack(%q) = %v, want ErrLeaseLost", lease, err)
 		}
 	}
 	advance(c, 2*time.Second) // the lease expires
-	if err := c.Ack(ctx, "t", "a", first.Lease); !errors.Is(err, ErrLeaseLost) {
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: "a", Token: first.LeaseToken}); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Ack after the deadline = %v, want ErrLeaseLost", err)
 	}
-	if _, err := c.Touch(ctx, "t", "a", first.Lease, 0); !errors.Is(err, ErrLeaseLost) {
+	if _, err := c.Touch(ctx, Lease{Topic: "t", ID: "a", Token: first.LeaseToken}, 0); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Touch after the deadline = %v, want ErrLeaseLost", err)
 	}
 	advance(c, 15*time.Second) // the first retry's backoff step
 	second := reserveOne(t, c, "t", 0)
-	if second.Attempts != 2 || second.LastError != "ttr exceeded" || second.Lease == first.Lease {
+	if second.Attempts != 2 || second.LastError != "ttr exceeded" || second.LeaseToken == first.LeaseToken {
 		t.Fatalf("redelivery = %+v, want attempt 2 with error 'ttr exceeded' and a new lease", second)
 	}
 	for _, op := range []func(string) error{
-		func(l string) error { return c.Ack(ctx, "t", "a", l) },
-		func(l string) error { _, err := c.Nack(ctx, "t", "a", l, NackOptions{}); return err },
-		func(l string) error { _, err := c.Touch(ctx, "t", "a", l, 0); return err },
-		func(l string) error { return c.Release(ctx, "t", "a", l) },
+		func(l string) error { return c.Ack(ctx, Lease{Topic: "t", ID: "a", Token: l}) },
+		func(l string) error {
+			_, err := c.Nack(ctx, Lease{Topic: "t", ID: "a", Token: l}, NackOptions{})
+			return err
+		},
+		func(l string) error { _, err := c.Touch(ctx, Lease{Topic: "t", ID: "a", Token: l}, 0); return err },
+		func(l string) error { return c.Release(ctx, Lease{Topic: "t", ID: "a", Token: l}) },
 	} {
-		if err := op(first.Lease); !errors.Is(err, ErrLeaseLost) {
+		if err := op(first.LeaseToken); !errors.Is(err, ErrLeaseLost) {
 			t.Errorf("the old lease was accepted: %v", err)
 		}
 	}
-	if err := c.Ack(ctx, "t", "a", second.Lease); err != nil {
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: "a", Token: second.LeaseToken}); err != nil {
 		t.Fatalf("Ack with the current lease: %v", err)
 	}
 }
@@ -177,7 +180,7 @@ func TestTouchExtendsTheLease(t *testing.T) {
 	mustEnqueue(t, c, "t", Spec{ID: "a", TTR: time.Second})
 	j := reserveOne(t, c, "t", 0)
 	advance(c, 800*time.Millisecond)
-	deadline, err := c.Touch(ctx, "t", "a", j.Lease, 5*time.Second)
+	deadline, err := c.Touch(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, 5*time.Second)
 	if err != nil || deadline.Sub(j.LeaseDeadline) < 4*time.Second {
 		t.Fatalf("Touch = %v, %v; old deadline %v", deadline, err, j.LeaseDeadline)
 	}
@@ -185,7 +188,7 @@ func TestTouchExtendsTheLease(t *testing.T) {
 	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{}); len(jobs) != 0 {
 		t.Fatalf("a touched job was redelivered")
 	}
-	if err := c.Ack(ctx, "t", "a", j.Lease); err != nil {
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}); err != nil {
 		t.Fatalf("Ack after Touch: %v", err)
 	}
 }
@@ -194,14 +197,14 @@ func TestRetriesFollowTheBackoffThenDead(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{})
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(3), Backoff: []time.Duration{time.Second, 5 * time.Second}})
+	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: 3, Backoff: []time.Duration{time.Second, 5 * time.Second}})
 	for attempt, step := range []time.Duration{time.Second, 5 * time.Second, 5 * time.Second} {
 		j := reserveOne(t, c, "t", 0)
 		if j.Attempts != attempt+1 {
 			t.Fatalf("attempt %d: Attempts = %d", attempt+1, j.Attempts)
 		}
 		before := serverNow(t, c, rdb)
-		if dead, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Error: fmt.Sprint("boom ", attempt)}); err != nil || dead {
+		if dead, err := c.Nack(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, NackOptions{Error: fmt.Sprint("boom ", attempt)}); err != nil || dead {
 			t.Fatalf("Nack = %v, %v", dead, err)
 		}
 		after := serverNow(t, c, rdb)
@@ -215,7 +218,7 @@ func TestRetriesFollowTheBackoffThenDead(t *testing.T) {
 		advance(c, step)
 	}
 	j := reserveOne(t, c, "t", 0)
-	if dead, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Error: "last"}); err != nil || !dead {
+	if dead, err := c.Nack(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, NackOptions{Error: "last"}); err != nil || !dead {
 		t.Fatalf("the last Nack = %v, %v; want dead", dead, err)
 	}
 	got, _ := c.Get(ctx, "t", "a")
@@ -228,12 +231,14 @@ func TestDefaultBackoff(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{})
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(20)})
-	steps := append(slices.Clone(DefaultBackoff), DefaultBackoff[len(DefaultBackoff)-1])
+	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: 20})
+	DefaultBackoff()[0] = time.Hour // a caller changing its copy changes nothing
+	steps := DefaultBackoff()
+	steps = append(steps, steps[len(steps)-1])
 	for i, step := range steps {
 		j := reserveOne(t, c, "t", 0)
 		before := serverNow(t, c, rdb)
-		if _, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{}); err != nil {
+		if _, err := c.Nack(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, NackOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := c.Get(ctx, "t", "a")
@@ -251,11 +256,11 @@ func TestNackDelayAndDead(t *testing.T) {
 	mustEnqueue(t, c, "t", Spec{ID: "a"})
 	j := reserveOne(t, c, "t", 0)
 	zero := time.Duration(0)
-	if _, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Delay: &zero}); err != nil {
+	if _, err := c.Nack(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, NackOptions{Delay: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	j = reserveOne(t, c, "t", 0) // due again at once, not after 15 s
-	if dead, err := c.Nack(ctx, "t", "a", j.Lease, NackOptions{Dead: true, Error: "poison"}); err != nil || !dead {
+	if dead, err := c.Nack(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, NackOptions{Dead: true, Error: "poison"}); err != nil || !dead {
 		t.Fatalf("Nack(dead) = %v, %v", dead, err)
 	}
 	if got, _ := c.Get(ctx, "t", "a"); got.State != StateDead || got.Attempts != 2 {
@@ -278,7 +283,7 @@ func TestCancelIsFinal(t *testing.T) {
 			t.Errorf("second Cancel(%s) = %v, want ErrNotFound", id, err)
 		}
 	}
-	if err := c.Ack(ctx, "t", "reserved", r.Lease); !errors.Is(err, ErrLeaseLost) {
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: "reserved", Token: r.LeaseToken}); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Ack after Cancel = %v, want ErrLeaseLost", err)
 	}
 	advance(c, time.Hour)
@@ -336,7 +341,7 @@ func TestCancelRacingConsumers(t *testing.T) {
 					if cancelled && start.After(at) {
 						t.Errorf("job %s handed out by a reserve that began after its cancel", j.ID)
 					}
-					err := c.Ack(ctx, "t", j.ID, j.Lease)
+					err := c.Ack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken})
 					mu.Lock()
 					_, cancelled = cancelledAt[j.ID]
 					mu.Unlock()
@@ -356,7 +361,7 @@ func TestReleaseMakesDueAtOnceWithoutCountingTheAttempt(t *testing.T) {
 	ctx := testContext(t)
 	mustEnqueue(t, c, "t", Spec{ID: "a"})
 	j := reserveOne(t, c, "t", 0)
-	if err := c.Release(ctx, "t", "a", j.Lease); err != nil {
+	if err := c.Release(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	again := reserveOne(t, c, "t", 0)
@@ -424,7 +429,7 @@ func TestStats(t *testing.T) {
 		t.Errorf("stats %+v", s)
 	}
 	for _, j := range leased {
-		c.Nack(ctx, "t", j.ID, j.Lease, NackOptions{Dead: true})
+		c.Nack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Dead: true})
 	}
 	s, _ = c.Stats(ctx, "t")
 	if s.Ready != 2 || s.Reserved != 0 || s.Dead != 2 || s.OldestReady <= 0 || s.NextRunAt.IsZero() {
@@ -501,7 +506,7 @@ func TestOneSubscriptionForEveryTopicAndLane(t *testing.T) {
 	for _, topic := range []string{"a", "b", "c"} {
 		mustEnqueue(t, c, topic, Spec{ID: "later", Delay: time.Hour})
 		for _, push := range []bool{false, true} {
-			if _, err := c.Reserve(ctx, topic, ReserveOptions{Push: push}); err != nil {
+			if _, err := c.Reserve(ctx, topic, ReserveOptions{push: push}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -554,7 +559,7 @@ func TestReserveWithALargeBulkLimit(t *testing.T) {
 		t.Fatalf("stats after one reserve: %+v", s)
 	}
 	for _, j := range jobs {
-		if err := c.Ack(ctx, "big", j.ID, j.Lease); err != nil {
+		if err := c.Ack(ctx, Lease{Topic: "big", ID: j.ID, Token: j.LeaseToken}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -567,7 +572,7 @@ func TestAckTwiceInOneCall(t *testing.T) {
 	mustEnqueue(t, c, "t", Spec{ID: "j"})
 	j := reserveOne(t, c, "t", 0)
 	part := c.store.Partition("t", 0)
-	res, errs := c.store.AckMany(ctx, []keys.Partition{part}, [][]store.Lease{{{ID: "j", Token: j.Lease}, {ID: "j", Token: j.Lease}}})
+	res, errs := c.store.AckMany(ctx, []keys.Partition{part}, [][]store.Lease{{{ID: "j", Token: j.LeaseToken}, {ID: "j", Token: j.LeaseToken}}})
 	if errs[0] != nil {
 		t.Fatal(errs[0])
 	}

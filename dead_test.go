@@ -15,7 +15,7 @@ func bury(t *testing.T, c *Client, topic string, n int) []string {
 	ids := make([]string, n)
 	for i := range specs {
 		ids[i] = fmt.Sprintf("job-%03d", i)
-		specs[i] = Spec{ID: ids[i], MaxRetries: intp(0)}
+		specs[i] = Spec{ID: ids[i], NoRetries: true}
 	}
 	if _, err := c.EnqueueBatch(ctx, topic, specs); err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func bury(t *testing.T, c *Client, topic string, n int) []string {
 			t.Fatal(err)
 		}
 		for _, j := range jobs {
-			if dead, err := c.Nack(ctx, topic, j.ID, j.Lease, NackOptions{Error: "boom"}); err != nil || !dead {
+			if dead, err := c.Nack(ctx, Lease{Topic: topic, ID: j.ID, Token: j.LeaseToken}, NackOptions{Error: "boom"}); err != nil || !dead {
 				t.Fatalf("Nack = %v, %v", dead, err)
 			}
 			buried++

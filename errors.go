@@ -20,6 +20,8 @@ var (
 	ErrWrongState = store.ErrWrongState
 	// ErrInvalid: an argument is out of its range; the error names the field and the reason.
 	ErrInvalid = errors.New("delayq: invalid argument")
+	// ErrTooLarge: a job's body is over Limits.MaxBody. Such an error matches ErrInvalid too.
+	ErrTooLarge = errors.New("delayq: too large")
 	// ErrClosed: the Client or Worker has been closed.
 	ErrClosed = errors.New("delayq: closed")
 )
@@ -52,18 +54,24 @@ func jobNotFound(err error, topic, id string) error {
 	return err
 }
 
-// InvalidError says which field of a request is wrong and why. It matches ErrInvalid.
+// InvalidError says which field of a request is wrong and why. It matches ErrInvalid, and
+// ErrTooLarge when the field is a body over its limit.
 type InvalidError struct {
-	Field  string
+	Field  string // the Go name in snake case: delay, run_at, ttr, backoff[2], …
 	Reason string
+
+	tooLarge bool
 }
 
 func (e *InvalidError) Error() string {
 	return fmt.Sprintf("delayq: invalid %s: %s", e.Field, e.Reason)
 }
 
-// Is makes errors.Is(err, ErrInvalid) true.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
+// Is makes errors.Is(err, ErrInvalid) true, and errors.Is(err, ErrTooLarge) for a body over
+// its limit.
+func (e *InvalidError) Is(target error) bool {
+	return target == ErrInvalid || (e.tooLarge && target == ErrTooLarge)
+}
 
 func invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}

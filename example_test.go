@@ -42,7 +42,7 @@ func Example() {
 
 	done := make(chan struct{})
 	worker, _ := delayq.NewWorker(client, delayq.WorkerConfig{Concurrency: 4})
-	worker.Handle(ctx, "cancel-unpaid", func(ctx context.Context, job *delayq.Job) error {
+	worker.Handle("cancel-unpaid", func(ctx context.Context, job *delayq.Job) error {
 		fmt.Printf("cancelling %s: %s\n", job.ID, job.Body)
 		close(done)
 		return nil // acked; an error would retry it after its backoff step
@@ -67,7 +67,7 @@ func ExampleClient_Reserve() {
 	}
 	for _, job := range jobs {
 		fmt.Println(job.ID, string(job.Body), job.Attempts)
-		client.Ack(ctx, "notify", job.ID, job.Lease)
+		client.Ack(ctx, delayq.Lease{Topic: "notify", ID: job.ID, Token: job.LeaseToken})
 	}
 	// Output: n1 retry the payment webhook 1
 }

@@ -36,7 +36,7 @@ func FuzzSpecValidation(f *testing.F) {
 		l.setDefaults()
 		s := Spec{
 			ID: id, Delay: time.Duration(delayMs) * time.Millisecond, TTR: time.Duration(ttrMs) * time.Millisecond,
-			MaxRetries: &retries, Priority: priority, CallbackURL: callback,
+			MaxRetries: retries, Priority: priority, CallbackURL: callback,
 			Backoff: []time.Duration{time.Duration(backoffMs) * time.Millisecond},
 		}
 		j, err := l.toNewJob(s, newID)
@@ -94,7 +94,7 @@ func FuzzJobRoundTrip(f *testing.F) {
 		if err != nil || len(jobs) != 1 || jobs[0].ID != id || !bytes.Equal(jobs[0].Body, body) || jobs[0].Attempts != 1 {
 			t.Fatalf("Reserve: %v, %+v", err, jobs)
 		}
-		if _, err := c.Nack(ctx, "fuzz", id, jobs[0].Lease, NackOptions{Error: id}); err != nil {
+		if _, err := c.Nack(ctx, Lease{Topic: "fuzz", ID: id, Token: jobs[0].LeaseToken}, NackOptions{Error: id}); err != nil {
 			t.Fatal(err)
 		}
 		again, err := c.Get(ctx, "fuzz", id)

@@ -62,5 +62,3 @@ func reserveOne(t testing.TB, c *Client, topic string, wait time.Duration) *Job 
 	}
 	return jobs[0]
 }
-
-func intp(n int) *int { return &n }

@@ -72,7 +72,7 @@ func TestWaitingForATopicThatDoesNotExist(t *testing.T) {
 	producer := newClientOn(t, rdb, Config{})
 	ctx := testContext(t)
 	for _, push := range []bool{false, true} {
-		if jobs, err := c.Reserve(ctx, "nobody", ReserveOptions{Wait: 200 * time.Millisecond, Push: push}); err != nil || len(jobs) != 0 {
+		if jobs, err := c.Reserve(ctx, "nobody", ReserveOptions{Wait: 200 * time.Millisecond, push: push}); err != nil || len(jobs) != 0 {
 			t.Fatalf("Reserve: %v, %v", jobs, err)
 		}
 	}

@@ -37,11 +37,13 @@ const (
 	FormatJSON   Format = 1
 )
 
-// DefaultBackoff is the delay before each retry of a job that names no backoff: retry n waits
-// element n-1, and the last element repeats.
-var DefaultBackoff = []time.Duration{
-	15 * time.Second, 3 * time.Minute, 10 * time.Minute, 30 * time.Minute,
-	time.Hour, 2 * time.Hour, 6 * time.Hour, 15 * time.Hour,
+// DefaultBackoff returns the delay before each retry of a job that names no backoff: retry n
+// waits element n-1, and the last element repeats. Each call returns a new slice.
+func DefaultBackoff() []time.Duration {
+	return []time.Duration{
+		15 * time.Second, 3 * time.Minute, 10 * time.Minute, 30 * time.Minute,
+		time.Hour, 2 * time.Hour, 6 * time.Hour, 15 * time.Hour,
+	}
 }
 
 // Defaults of a Spec's zero fields.
@@ -52,32 +54,6 @@ const (
 
 // Priorities lie within ±MaxPriority.
 const MaxPriority = 1000
-
-// Spec describes a job to enqueue. Only Body is needed; zero fields take the defaults.
-type Spec struct {
-	// ID is unique within the topic while the job exists. Empty: a time-ordered unique id is made.
-	ID string
-	// Body is the payload, up to Limits.MaxBody bytes.
-	Body []byte
-	// Format says whether Body is JSON text; it is kept and returned with the job.
-	Format Format
-	// Delay makes the job due this long after the Redis server receives it. Defaults to 0.
-	Delay time.Duration
-	// RunAt is an absolute due time instead of Delay; a past time means due now.
-	RunAt time.Time
-	// TTR is the lease length once reserved. Defaults to 30s.
-	TTR time.Duration
-	// MaxRetries is the number of retries after the first attempt before the job goes dead.
-	// Nil means DefaultMaxRetries.
-	MaxRetries *int
-	// Backoff is the delay before each retry; nil means DefaultBackoff.
-	Backoff []time.Duration
-	// Priority orders due jobs: higher goes first, then earlier due time. Within ±MaxPriority.
-	Priority int
-	// CallbackURL makes the job a push job: a webhook dispatcher delivers it, pull consumers
-	// never see it.
-	CallbackURL string
-}
 
 // Job is a job as stored.
 type Job struct {
@@ -95,13 +71,16 @@ type Job struct {
 	Priority      int
 	CallbackURL   string
 	LastError     string
-	Lease         string    // the lease token, on reserved jobs returned by Reserve
+	LeaseToken    string    // on the reserved jobs Reserve returns; see Lease
 	LeaseDeadline time.Time // zero unless reserved
 	// LeasedAt is when this delivery was leased, by the Redis server's clock: set on the jobs
 	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
 	LeasedAt time.Time
 	DiedAt   time.Time // zero unless dead
 }
+
+// Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.
+func (j *Job) Lease() Lease { return Lease{Topic: j.Topic, ID: j.ID, Token: j.LeaseToken} }
 
 // Lateness is how long after it was due this delivery was leased: from the later of RunAt and
 // CreatedAt (a run_at in the past makes a job due when it is enqueued, not before) to
@@ -132,7 +111,7 @@ func jobFromRecord(topic string, r store.Record) *Job {
 		Priority:    r.Priority,
 		CallbackURL: r.Callback,
 		LastError:   r.LastError,
-		Lease:       r.Lease,
+		LeaseToken:  r.Lease,
 	}
 	if r.BackoffMs != nil {
 		j.Backoff = make([]time.Duration, len(r.BackoffMs))
@@ -189,82 +168,6 @@ func ValidateID(id string) error {
 		}
 	}
 	return nil
-}
-
-// toNewJob validates s against the limits and converts it into the store's units.
-func (l *Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
-	j := store.NewJob{
-		ID:         s.ID,
-		Format:     int(s.Format),
-		Priority:   s.Priority,
-		DelayMs:    s.Delay.Milliseconds(),
-		MaxRetries: DefaultMaxRetries,
-		TTRMs:      DefaultTTR.Milliseconds(),
-		Body:       s.Body,
-		Callback:   s.CallbackURL,
-	}
-	if j.ID == "" {
-		j.ID = newID()
-	} else if err := ValidateID(j.ID); err != nil {
-		return j, err
-	}
-	if s.Format != FormatBinary && s.Format != FormatJSON {
-		return j, invalid("format", "unknown format %d", s.Format)
-	}
-	if len(s.Body) > l.MaxBody {
-		return j, invalid("body", "%d bytes is over the limit of %d", len(s.Body), l.MaxBody)
-	}
-	if s.Delay < 0 {
-		return j, invalid("delay", "must not be negative")
-	}
-	if s.Delay > l.MaxDelay {
-		return j, invalid("delay", "%v is over the limit of %v", s.Delay, l.MaxDelay)
-	}
-	if !s.RunAt.IsZero() {
-		if s.Delay != 0 {
-			return j, invalid("run_at", "give a delay or a run_at, not both")
-		}
-		if time.Until(s.RunAt) > l.MaxDelay {
-			return j, invalid("run_at", "%v is more than %v ahead", s.RunAt, l.MaxDelay)
-		}
-		j.RunAtMs = s.RunAt.UnixMilli()
-		if j.RunAtMs <= 0 {
-			return j, invalid("run_at", "%v is before 1970", s.RunAt)
-		}
-	}
-	if s.TTR != 0 {
-		if s.TTR < l.MinTTR || s.TTR > l.MaxTTR {
-			return j, invalid("ttr", "%v is outside %v to %v", s.TTR, l.MinTTR, l.MaxTTR)
-		}
-		j.TTRMs = s.TTR.Milliseconds()
-	}
-	if s.MaxRetries != nil {
-		if *s.MaxRetries < 0 || *s.MaxRetries > l.MaxRetries {
-			return j, invalid("max_retries", "%d is outside 0 to %d", *s.MaxRetries, l.MaxRetries)
-		}
-		j.MaxRetries = *s.MaxRetries
-	}
-	if s.Backoff != nil {
-		if len(s.Backoff) == 0 || len(s.Backoff) > 100 {
-			return j, invalid("backoff", "must have 1 to 100 steps, got %d", len(s.Backoff))
-		}
-		j.BackoffMs = make([]int64, len(s.Backoff))
-		for i, d := range s.Backoff {
-			if d < 0 || d > l.MaxDelay {
-				return j, invalid("backoff", "step %d (%v) is outside 0 to %v", i, d, l.MaxDelay)
-			}
-			j.BackoffMs[i] = d.Milliseconds()
-		}
-	}
-	if s.Priority < -MaxPriority || s.Priority > MaxPriority {
-		return j, invalid("priority", "%d is outside ±%d", s.Priority, MaxPriority)
-	}
-	if s.CallbackURL != "" {
-		if err := ValidateCallbackURL(s.CallbackURL); err != nil {
-			return j, err
-		}
-	}
-	return j, nil
 }
 
 // MaxCallbackURL is the longest callback URL, in bytes.

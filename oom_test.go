@@ -26,7 +26,7 @@ func TestReserveOverMaxMemory(t *testing.T) {
 	c2 := newClientOn(t, rdb, Config{})
 	c2.store.SetClockOffset(c.store.ClockOffset())
 	j := reserveOne(t, c2, "full", 0)
-	if err := c2.Ack(ctx, "full", j.ID, j.Lease); err != nil {
+	if err := c2.Ack(ctx, Lease{Topic: "full", ID: j.ID, Token: j.LeaseToken}); err != nil {
 		t.Fatalf("Ack over maxmemory: %v", err)
 	}
 }
@@ -45,7 +45,7 @@ func TestTouchOverMaxMemory(t *testing.T) {
 	if _, err := c.Enqueue(ctx, "full", Spec{ID: "b"}); err == nil {
 		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
 	}
-	if _, err := c.Touch(ctx, "full", "a", j.Lease, time.Minute); err != nil {
+	if _, err := c.Touch(ctx, Lease{Topic: "full", ID: "a", Token: j.LeaseToken}, time.Minute); err != nil {
 		t.Fatalf("Touch over maxmemory: %v", err)
 	}
 }

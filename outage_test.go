@@ -42,7 +42,7 @@ func TestWorkerAcksSurviveAConnectionOutage(t *testing.T) {
 	})
 	specs := make([]Spec, n)
 	for i := range specs {
-		specs[i] = Spec{ID: fmt.Sprint("j", i), TTR: 8 * time.Second, MaxRetries: intp(0)}
+		specs[i] = Spec{ID: fmt.Sprint("j", i), TTR: 8 * time.Second, NoRetries: true}
 	}
 	if _, err := producer.EnqueueBatch(ctx, "t", specs); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ func TestEnqueueGet(t *testing.T) {
 	ctx := testContext(t)
 	j := mustEnqueue(t, c, "orders", Spec{
 		ID: "order-1", Body: []byte(`{"n":1}`), Format: FormatJSON, Delay: time.Hour,
-		TTR: 5 * time.Second, MaxRetries: intp(2), Backoff: []time.Duration{time.Second}, Priority: 7,
+		TTR: 5 * time.Second, MaxRetries: 2, Backoff: []time.Duration{time.Second}, Priority: 7,
 	})
 	got, err := c.Get(ctx, "orders", "order-1")
 	if err != nil {
@@ -91,7 +91,7 @@ func TestEnqueueRepeatedAnswersTheFirst(t *testing.T) {
 		t.Fatalf("reserved %+v, want c", j)
 	}
 	hour := time.Hour
-	if _, err := c.Nack(ctx, "t", j.ID, j.Lease, NackOptions{Delay: &hour}); err != nil {
+	if _, err := c.Nack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Delay: &hour}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Enqueue(ctx, "t", Spec{ID: "c", Body: []byte("x")}); !errors.Is(err, ErrExists) {
@@ -135,7 +135,6 @@ func TestEnqueueValidation(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestClient(t, Config{Limits: Limits{MaxBody: 10}})
 	ctx := testContext(t)
-	neg := -1
 	tests := []struct {
 		name  string
 		topic string
@@ -154,10 +153,11 @@ func TestEnqueueValidation(t *testing.T) {
 		{"delay and run_at", "t", Spec{Delay: time.Second, RunAt: time.Now()}, "run_at"},
 		{"ttr too short", "t", Spec{TTR: time.Millisecond}, "ttr"},
 		{"ttr too long", "t", Spec{TTR: 25 * time.Hour}, "ttr"},
-		{"negative retries", "t", Spec{MaxRetries: &neg}, "max_retries"},
-		{"too many retries", "t", Spec{MaxRetries: intp(1001)}, "max_retries"},
+		{"negative retries", "t", Spec{MaxRetries: -1}, "max_retries"},
+		{"retries and no retries", "t", Spec{MaxRetries: 2, NoRetries: true}, "max_retries"},
+		{"too many retries", "t", Spec{MaxRetries: 1001}, "max_retries"},
 		{"empty backoff", "t", Spec{Backoff: []time.Duration{}}, "backoff"},
-		{"negative backoff", "t", Spec{Backoff: []time.Duration{-1}}, "backoff"},
+		{"negative backoff", "t", Spec{Backoff: []time.Duration{time.Second, -1}}, "backoff[1]"},
 		{"priority too high", "t", Spec{Priority: 1001}, "priority"},
 		{"priority too low", "t", Spec{Priority: -1001}, "priority"},
 		{"callback not http", "t", Spec{CallbackURL: "ftp://x/y"}, "callback_url"},
@@ -288,5 +288,21 @@ func TestLargeBatchBeyondTheDefaultLimit(t *testing.T) {
 	}
 	if s, _ := c.Stats(testContext(t), "t"); s.Ready != 5000 {
 		t.Errorf("stored %d of 5000", s.Ready)
+	}
+}
+
+func TestSpecValidate(t *testing.T) {
+	t.Parallel()
+	l := Limits{MaxBody: 10}
+	if err := (Spec{ID: "a", Body: []byte("0123456789"), NoRetries: true}).Validate(l); err != nil {
+		t.Errorf("a good spec: %v", err)
+	}
+	err := Spec{Body: make([]byte, 11)}.Validate(l)
+	var inv *InvalidError
+	if !errors.As(err, &inv) || inv.Field != "body" || !errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("a body over the limit: %v, want an InvalidError on body matching ErrTooLarge and ErrInvalid", err)
+	}
+	if err := (Spec{TTR: time.Millisecond}).Validate(l); errors.Is(err, ErrTooLarge) || !errors.Is(err, ErrInvalid) {
+		t.Errorf("a short TTR: %v, want ErrInvalid alone", err)
 	}
 }

@@ -33,7 +33,7 @@ func replayPair(t *testing.T) (viaProxy *Client, proxy *redistest.Proxy, direct 
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("warming up: %v, %v", jobs, err)
 	}
-	if err := viaProxy.Ack(ctx, "warm", jobs[0].ID, jobs[0].Lease); err != nil {
+	if err := viaProxy.Ack(ctx, Lease{Topic: "warm", ID: jobs[0].ID, Token: jobs[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	if err := viaProxy.Cancel(ctx, "warm", jobs[1].ID); err != nil {
@@ -86,7 +86,7 @@ func TestEnqueueReplayAfterAckStoresNothing(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "once" {
 		t.Fatalf("Reserve between the runs: %v, %v; want job once", jobs, err)
 	}
-	if err := other.Ack(ctx, "t", "once", jobs[0].Lease); err != nil {
+	if err := other.Ack(ctx, Lease{Topic: "t", ID: "once", Token: jobs[0].LeaseToken}); err != nil {
 		t.Fatalf("Ack between the runs: %v", err)
 	}
 	release()
@@ -185,7 +185,7 @@ func TestBatchReplayAfterAckAnswersAsTheFirstRun(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "x" {
 		t.Fatalf("Reserve between the runs: %v, %v; want job x", jobs, err)
 	}
-	if err := other.Ack(ctx, "t", "x", jobs[0].Lease); err != nil {
+	if err := other.Ack(ctx, Lease{Topic: "t", ID: "x", Token: jobs[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 	release()

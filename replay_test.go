@@ -34,10 +34,10 @@ func lostReplyClient(t *testing.T) (*Client, *redistest.Proxy) {
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("warming up: %v, %v", jobs, err)
 	}
-	if err := c.Ack(ctx, "warm", jobs[0].ID, jobs[0].Lease); err != nil {
+	if err := c.Ack(ctx, Lease{Topic: "warm", ID: jobs[0].ID, Token: jobs[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Nack(ctx, "warm", jobs[1].ID, jobs[1].Lease, NackOptions{}); err != nil {
+	if _, err := c.Nack(ctx, Lease{Topic: "warm", ID: jobs[1].ID, Token: jobs[1].LeaseToken}, NackOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return c, proxy
@@ -100,8 +100,8 @@ func TestReserveWhoseReplyWasLost(t *testing.T) {
 	t.Parallel()
 	c, proxy := lostReplyClient(t)
 	ctx := testContext(t)
-	mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(0)})
-	mustEnqueue(t, c, "t", Spec{ID: "b", MaxRetries: intp(0)})
+	mustEnqueue(t, c, "t", Spec{ID: "a", NoRetries: true})
+	mustEnqueue(t, c, "t", Spec{ID: "b", NoRetries: true})
 
 	fired := proxy.DropReplyOnce(scriptCall("pull"))
 	jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 1})
@@ -116,7 +116,7 @@ func TestReserveWhoseReplyWasLost(t *testing.T) {
 	if s.Reserved != 1 || s.Ready != 1 {
 		t.Fatalf("after one reserve of one job: %d reserved, %d ready; want 1 and 1 (no job leased to nobody)", s.Reserved, s.Ready)
 	}
-	if err := c.Ack(ctx, "t", jobs[0].ID, jobs[0].Lease); err != nil {
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: jobs[0].ID, Token: jobs[0].LeaseToken}); err != nil {
 		t.Fatalf("Ack of the job the replay returned: %v", err)
 	}
 }
@@ -131,16 +131,16 @@ func TestSettlingWhoseReplyWasLost(t *testing.T) {
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
 	}
-	lease := map[string]string{jobs[0].ID: jobs[0].Lease, jobs[1].ID: jobs[1].Lease}
+	lease := map[string]string{jobs[0].ID: jobs[0].LeaseToken, jobs[1].ID: jobs[1].LeaseToken}
 
 	fired := proxy.DropReplyOnce(scriptCall(lease["acked"]))
-	if err := c.Ack(ctx, "t", "acked", lease["acked"]); err != nil {
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: "acked", Token: lease["acked"]}); err != nil {
 		t.Fatalf("Ack whose reply was lost: %v, want nil", err)
 	}
 	mustFire(t, fired)
 
 	fired = proxy.DropReplyOnce(scriptCall(lease["nacked"]))
-	if dead, err := c.Nack(ctx, "t", "nacked", lease["nacked"], NackOptions{Error: "boom"}); err != nil || dead {
+	if dead, err := c.Nack(ctx, Lease{Topic: "t", ID: "nacked", Token: lease["nacked"]}, NackOptions{Error: "boom"}); err != nil || dead {
 		t.Fatalf("Nack whose reply was lost: %v, %v; want a retry", dead, err)
 	}
 	mustFire(t, fired)

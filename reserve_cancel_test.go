@@ -38,7 +38,7 @@ func TestReserveEndedMidCallPutsJobsBack(t *testing.T) {
 			if jobs, err := c.Reserve(testContext(t), "t", ReserveOptions{}); err != nil || len(jobs) != 0 {
 				t.Fatalf("first reserve: %v, %v", jobs, err)
 			}
-			mustEnqueue(t, c, "t", Spec{ID: "a", MaxRetries: intp(0)})
+			mustEnqueue(t, c, "t", Spec{ID: "a", NoRetries: true})
 
 			srv.Stop(t)
 			ctx, cancel := tc.end(testContext(t))

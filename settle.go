@@ -164,7 +164,7 @@ func (w *Worker) finish(f finished, err error) {
 	}
 	for failures := 0; ; failures++ {
 		ctx, cancel := context.WithTimeout(w.settleCtx, 10*time.Second)
-		_, nerr := w.c.Nack(ctx, f.topic, f.lease.ID, f.lease.Token, o)
+		_, nerr := w.c.Nack(ctx, Lease{Topic: f.topic, ID: f.lease.ID, Token: f.lease.Token}, o)
 		cancel()
 		switch {
 		case nerr == nil:

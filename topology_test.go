@@ -96,7 +96,7 @@ func checkDeployment(t *testing.T, rdb redis.UniversalClient, partitions int) {
 					t.Fatalf("job %s handed out twice or after its cancel", j.ID)
 				}
 				seen[j.ID] = true
-				if err := c.Ack(ctx, "spread", j.ID, j.Lease); err != nil {
+				if err := c.Ack(ctx, Lease{Topic: "spread", ID: j.ID, Token: j.LeaseToken}); err != nil {
 					t.Fatal(err)
 				}
 			}

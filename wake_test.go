@@ -45,7 +45,7 @@ func TestNoticesWakeOnlyTheirLane(t *testing.T) {
 		pull <- jobs
 	}()
 	go func() {
-		jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Wait: 10 * time.Second, Push: true})
+		jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Wait: 10 * time.Second, push: true})
 		push <- jobs
 	}()
 	// Both have looked once and sleep.

@@ -40,7 +40,8 @@ type WorkerConfig struct {
 	// jobs than it has free handler slots, so no job waits in its memory. Defaults to 10.
 	Concurrency int
 	// Push makes the Worker take the jobs that carry a CallbackURL (which pull consumers never
-	// see) instead of the others: a webhook dispatcher is a push Worker.
+	// see) instead of the others. delayq server's webhook dispatcher is a push Worker; set it to
+	// deliver callback jobs some other way.
 	Push bool
 	// Logger receives handler failures. Defaults to the Client's.
 	Logger *slog.Logger
@@ -57,6 +58,7 @@ type Worker struct {
 	handlers map[string]Handler
 	started  bool
 	running  map[*Job]context.CancelFunc
+	baseCtx  context.Context // Start's ctx without its cancellation: the handlers' parent
 	fetchCtx context.Context
 
 	fetchCancel context.CancelFunc
@@ -106,9 +108,9 @@ func NewWorker(c *Client, cfg WorkerConfig) (*Worker, error) {
 	return w, nil
 }
 
-// Handle registers h for topic. Called after Start, it starts fetching the topic at once; a
-// topic has one handler, and registering it again is an error.
-func (w *Worker) Handle(ctx context.Context, topic string, h Handler) error {
+// Handle registers h for topic; it asks Redis nothing. Called after Start, it starts fetching the
+// topic at once; a topic has one handler, and registering it again is an error.
+func (w *Worker) Handle(topic string, h Handler) error {
 	if err := ValidateTopic(topic); err != nil {
 		return err
 	}
@@ -124,7 +126,7 @@ func (w *Worker) Handle(ctx context.Context, topic string, h Handler) error {
 		if w.fetchCancel == nil {
 			return ErrClosed
 		}
-		if err := w.startFetch(ctx, topic, h); err != nil {
+		if err := w.startFetch(topic, h); err != nil {
 			return err
 		}
 	}
@@ -132,16 +134,19 @@ func (w *Worker) Handle(ctx context.Context, topic string, h Handler) error {
 	return nil
 }
 
-// Start begins fetching and running jobs of every registered topic and returns at once.
+// Start begins fetching and running jobs of every registered topic and returns at once. The
+// handlers' contexts carry ctx's values; ending ctx does not stop the Worker or its handlers:
+// Stop does.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.started {
 		return errors.New("delayq: Worker already started")
 	}
-	w.fetchCtx, w.fetchCancel = context.WithCancel(context.WithoutCancel(ctx))
+	w.baseCtx = context.WithoutCancel(ctx)
+	w.fetchCtx, w.fetchCancel = context.WithCancel(w.baseCtx)
 	for topic, h := range w.handlers {
-		if err := w.startFetch(ctx, topic, h); err != nil {
+		if err := w.startFetch(topic, h); err != nil {
 			w.fetchCancel()
 			return err
 		}
@@ -150,9 +155,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// startFetch starts the fetch loop of one topic; w.mu is held.
-func (w *Worker) startFetch(ctx context.Context, topic string, h Handler) error {
-	t, lane, err := w.c.consumerState(ctx, topic, w.cfg.Push)
+// startFetch starts the fetch loop of one topic, which finds the topic in Redis; w.mu is held.
+func (w *Worker) startFetch(topic string, h Handler) error {
+	t, lane, err := w.c.consumerTopic(topic, w.cfg.Push)
 	if err != nil {
 		return err
 	}
@@ -202,7 +207,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, job := range cut {
-		if err := w.c.Release(rctx, job.Topic, job.ID, job.Lease); err != nil && !errors.Is(err, ErrLeaseLost) {
+		if err := w.c.Release(rctx, job.Lease()); err != nil && !errors.Is(err, ErrLeaseLost) {
 			w.log.Error("delayq: releasing a job at shutdown", "topic", job.Topic, "id", job.ID, "err", err)
 		}
 	}
@@ -291,7 +296,7 @@ func (w *Worker) takeSlots(ctx context.Context) int {
 
 // run starts a handler for job in its own goroutine; the job's slot is freed when it ends.
 func (w *Worker) run(t *topicState, job *Job, h Handler) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(w.baseCtx)
 	w.mu.Lock()
 	w.running[job] = cancel
 	w.mu.Unlock()
@@ -309,7 +314,7 @@ func (w *Worker) run(t *topicState, job *Job, h Handler) {
 		// The handler's slot is free once it returns: the ack or nack is bookkeeping, and the
 		// fetcher may lease the next job while it travels. A queued ack goes in before the slot
 		// comes back, so that the fetcher the slot wakes carries it.
-		f := finished{ackReq: ackReq{part: w.c.store.Partition(t.name, keys.PartitionOf(job.ID, t.partitionCount())), lease: store.Lease{ID: job.ID, Token: job.Lease}}, topic: job.Topic, deadline: deadline}
+		f := finished{ackReq: ackReq{part: w.c.store.Partition(t.name, keys.PartitionOf(job.ID, t.partitionCount())), lease: store.Lease{ID: job.ID, Token: job.LeaseToken}}, topic: job.Topic, deadline: deadline}
 		if mine && err == nil && w.queueAck(f) {
 			w.slots <- struct{}{}
 			return
@@ -350,7 +355,7 @@ func (w *Worker) renew(ctx context.Context, job *Job, lost context.CancelFunc) f
 	defer mu.Unlock()
 	timer = time.AfterFunc(every, func() {
 		sent := time.Now()
-		_, err := w.c.Touch(ctx, job.Topic, job.ID, job.Lease, 0)
+		_, err := w.c.Touch(ctx, job.Lease(), 0)
 		mu.Lock()
 		defer mu.Unlock()
 		if stopped {

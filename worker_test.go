@@ -17,7 +17,7 @@ func startWorker(t *testing.T, c *Client, cfg WorkerConfig, handlers map[string]
 		t.Fatal(err)
 	}
 	for topic, h := range handlers {
-		if err := w.Handle(testContext(t), topic, h); err != nil {
+		if err := w.Handle(topic, h); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestWorkerFailuresRetriesPanicsAndDeadLetters(t *testing.T) {
 		},
 	})
 	for _, id := range []string{"panic", "dead", "retry", "fail"} {
-		mustEnqueue(t, c, "t", Spec{ID: id, MaxRetries: intp(5)})
+		mustEnqueue(t, c, "t", Spec{ID: id, MaxRetries: 5})
 	}
 	waitFor(t, func() bool {
 		p, _ := c.Get(ctx, "t", "panic")
@@ -314,5 +314,44 @@ func testWorkerAcksWithoutAnotherReserve(t *testing.T, slots int) {
 	}
 	if n := quickRuns.Load(); n != 2 {
 		t.Fatalf("quick jobs ran %d times, want 2", n)
+	}
+}
+
+// A handler's ctx carries the values of Start's ctx but not its end: Stop decides when
+// handlers are cut. Handle after Start starts the topic.
+func TestWorkerHandlerContextAndLateHandle(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	w, err := NewWorker(c, WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct{}
+	startCtx, cancelStart := context.WithCancel(context.WithValue(testContext(t), key{}, "v"))
+	if err := w.Start(startCtx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Stop(testContext(t)) })
+	cancelStart()
+
+	type seen struct {
+		value any
+		err   error
+	}
+	got := make(chan seen, 1)
+	if err := w.Handle("late", func(ctx context.Context, j *Job) error {
+		got <- seen{ctx.Value(key{}), ctx.Err()}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, c, "late", Spec{ID: "a"})
+	select {
+	case s := <-got:
+		if s.value != "v" || s.err != nil {
+			t.Errorf("handler ctx: value %v, err %v; want Start's value and no error", s.value, s.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler registered after Start did not run")
 	}
 }

@@ -27,7 +27,7 @@ func NewJob(j *delayq.Job) *Job {
 	out.Body, out.BodyBase64 = encodeBody(j.Body, j.Format)
 	backoff := j.Backoff
 	if backoff == nil {
-		backoff = delayq.DefaultBackoff
+		backoff = delayq.DefaultBackoff()
 	}
 	out.BackoffMs = make([]int64, len(backoff))
 	for i, d := range backoff {
@@ -43,7 +43,7 @@ func NewJobs(jobs []*delayq.Job, withLease bool) []*Job {
 	for _, j := range jobs {
 		o := NewJob(j)
 		if withLease {
-			o.Lease = j.Lease
+			o.Lease = j.LeaseToken
 		}
 		out = append(out, o)
 	}

@@ -23,7 +23,7 @@ func testJob() *delayq.Job {
 		Attempts: 2, MaxRetries: 5, TTR: 30 * time.Second,
 		Backoff: []time.Duration{time.Second, time.Minute}, Priority: -3,
 		CallbackURL: "https://example.com/hook?a=1&b=2", LastError: "boom",
-		LeaseDeadline: created.Add(31 * time.Second), Lease: "lease-token",
+		LeaseDeadline: created.Add(31 * time.Second), LeaseToken: "lease-token",
 	}
 }
 
@@ -34,7 +34,7 @@ func TestJobGolden(t *testing.T) {
 	dead := testJob()
 	dead.ID, dead.State, dead.Body, dead.Format = "o-43", delayq.StateDead, []byte{0, 1, 0xff}, delayq.FormatBinary
 	dead.Attempts, dead.CallbackURL, dead.LastError = 6, "", "ttr exceeded"
-	dead.LeaseDeadline, dead.Lease = time.Time{}, ""
+	dead.LeaseDeadline, dead.LeaseToken = time.Time{}, ""
 	dead.DiedAt = time.Date(2026, 11, 22, 1, 2, 0, 0, time.UTC)
 	got, err := Marshal(ReserveResponse{Jobs: NewJobs([]*delayq.Job{testJob(), dead}, true)})
 	if err != nil {
@@ -130,7 +130,7 @@ func compactJSON(t *testing.T, s string) string {
 func TestJobLeavesOutWhatDoesNotApply(t *testing.T) {
 	t.Parallel()
 	lib := &delayq.Job{Topic: "t", ID: "i", State: delayq.StateReady, RunAt: time.UnixMilli(1), CreatedAt: time.UnixMilli(1),
-		Backoff: []time.Duration{0}, Lease: "secret"}
+		Backoff: []time.Duration{0}, LeaseToken: "secret"}
 	got, err := Marshal(NewJob(lib))
 	if err != nil {
 		t.Fatal(err)
@@ -145,8 +145,8 @@ func TestJobLeavesOutWhatDoesNotApply(t *testing.T) {
 func TestJobWithoutBackoffHasTheDefault(t *testing.T) {
 	t.Parallel()
 	got := NewJob(&delayq.Job{}).BackoffMs
-	want := make([]int64, len(delayq.DefaultBackoff))
-	for i, d := range delayq.DefaultBackoff {
+	want := make([]int64, len(delayq.DefaultBackoff()))
+	for i, d := range delayq.DefaultBackoff() {
 		want[i] = d.Milliseconds()
 	}
 	if diff := cmp.Diff(want, got); diff != "" || len(got) == 0 {

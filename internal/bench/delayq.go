@@ -104,7 +104,7 @@ func (q *delayqQueue) Consume(ctx context.Context, concurrency int) error {
 	if err != nil {
 		return err
 	}
-	err = w.Handle(ctx, q.topic, func(_ context.Context, job *delayq.Job) error {
+	err = w.Handle(q.topic, func(_ context.Context, job *delayq.Job) error {
 		received := time.Now()
 		i, err := BodyIndex(job.Body)
 		if err != nil {

@@ -163,7 +163,7 @@ func (sb *scriptBench) reserve(ctx context.Context, max, times int) error {
 
 func (sb *scriptBench) ackAll(ctx context.Context) error {
 	for _, j := range sb.leased {
-		if err := sb.dc.Ack(ctx, sb.topic, j.ID, j.Lease); err != nil {
+		if err := sb.dc.Ack(ctx, delayq.Lease{Topic: sb.topic, ID: j.ID, Token: j.LeaseToken}); err != nil {
 			return err
 		}
 	}
@@ -173,7 +173,7 @@ func (sb *scriptBench) ackAll(ctx context.Context) error {
 
 func (sb *scriptBench) nackAll(ctx context.Context) error {
 	for _, j := range sb.leased {
-		if _, err := sb.dc.Nack(ctx, sb.topic, j.ID, j.Lease, delayq.NackOptions{Error: "bench"}); err != nil {
+		if _, err := sb.dc.Nack(ctx, delayq.Lease{Topic: sb.topic, ID: j.ID, Token: j.LeaseToken}, delayq.NackOptions{Error: "bench"}); err != nil {
 			return err
 		}
 	}

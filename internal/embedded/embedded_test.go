@@ -42,7 +42,7 @@ func TestKillRestartsAndKeepsJobs(t *testing.T) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != "done" {
 		t.Fatalf("Reserve = %v, %v; want job done", jobs, err)
 	}
-	if err := c.Ack(ctx, "orders", "done", jobs[0].Lease); err != nil {
+	if err := c.Ack(ctx, delayq.Lease{Topic: "orders", ID: "done", Token: jobs[0].LeaseToken}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -93,7 +93,7 @@ func (a *api) putBack(r *http.Request, jobs []*delayq.Job) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.timeout)
 	defer cancel()
 	for _, j := range jobs {
-		if err := a.c.Release(ctx, j.Topic, j.ID, j.Lease); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
+		if err := a.c.Release(ctx, j.Lease()); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
 			a.log.Warn("httpapi: putting back a job whose reserve answer was not delivered", "topic", j.Topic, "id", j.ID, "err", err)
 		}
 	}
@@ -109,7 +109,7 @@ func checkLease(lease *string) (string, error) {
 
 // withLease reads the {"lease": ...} body of a request about the job in r's path and runs op
 // on that job and lease. It returns the topic.
-func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, topic, id, lease string) error) (string, error) {
+func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, l delayq.Lease) error) (string, error) {
 	topic, id, err := jobParams(r)
 	if err != nil {
 		return "", err
@@ -124,7 +124,7 @@ func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx cont
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	return topic, boundedErr(ctx, func(ctx context.Context) error { return op(ctx, topic, id, lease) })
+	return topic, boundedErr(ctx, func(ctx context.Context) error { return op(ctx, delayq.Lease{Topic: topic, ID: id, Token: lease}) })
 }
 
 // ack is POST /v1/topics/{topic}/jobs/{id}/ack.
@@ -178,7 +178,9 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 	o.Dead = q.Dead != nil && *q.Dead
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	dead, err := bounded(ctx, func(ctx context.Context) (bool, error) { return a.c.Nack(ctx, topic, id, lease, o) })
+	dead, err := bounded(ctx, func(ctx context.Context) (bool, error) {
+		return a.c.Nack(ctx, delayq.Lease{Topic: topic, ID: id, Token: lease}, o)
+	})
 	if err != nil {
 		return err
 	}
@@ -217,7 +219,9 @@ func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	deadline, err := bounded(ctx, func(ctx context.Context) (time.Time, error) { return a.c.Touch(ctx, topic, id, lease, ttr) })
+	deadline, err := bounded(ctx, func(ctx context.Context) (time.Time, error) {
+		return a.c.Touch(ctx, delayq.Lease{Topic: topic, ID: id, Token: lease}, ttr)
+	})
 	if err != nil {
 		return err
 	}

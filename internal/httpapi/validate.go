@@ -91,8 +91,7 @@ func (a *api) spec(ctx context.Context, q *apiv1.EnqueueRequest, cb *callbackChe
 		if err := inRange("max_retries", *q.MaxRetries, 0, int64(l.MaxRetries)); err != nil {
 			return s, err
 		}
-		n := int(*q.MaxRetries)
-		s.MaxRetries = &n
+		s.MaxRetries, s.NoRetries = int(*q.MaxRetries), *q.MaxRetries == 0
 	}
 	if q.BackoffMs != nil {
 		if len(q.BackoffMs) == 0 || len(q.BackoffMs) > maxBackoffSteps {

@@ -120,7 +120,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 		},
 		{
 			name: "500 is retried by backoff, then dead", handler: status(http.StatusInternalServerError),
-			spec:     delayq.Spec{MaxRetries: intp(2), Backoff: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}},
+			spec:     delayq.Spec{MaxRetries: 2, Backoff: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}},
 			attempts: 3, lastErr: "webhook: status 500", outcome: outcomeHTTPError,
 			check: func(t *testing.T, got []delivery) {
 				for i, d := range got {
@@ -154,7 +154,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 				case <-time.After(10 * time.Second):
 				}
 			},
-			spec:     delayq.Spec{TTR: 300 * time.Millisecond, MaxRetries: intp(0)},
+			spec:     delayq.Spec{TTR: 300 * time.Millisecond, NoRetries: true},
 			attempts: 1, lastErr: "timeout", outcome: outcomeTimeout,
 		},
 		{
@@ -164,7 +164,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 					http.Redirect(w, r, "/elsewhere", http.StatusFound)
 				}
 			},
-			spec:     delayq.Spec{MaxRetries: intp(0)},
+			spec:     delayq.Spec{NoRetries: true},
 			attempts: 1, lastErr: "status 302", outcome: outcomeHTTPError,
 			check: func(t *testing.T, got []delivery) {
 				if got[0].path != "/hook" {
@@ -183,13 +183,13 @@ func TestDeliveryOutcomes(t *testing.T) {
 				ln.Close()
 				return "http://" + addr + "/hook"
 			},
-			spec:     delayq.Spec{MaxRetries: intp(0)},
+			spec:     delayq.Spec{NoRetries: true},
 			attempts: 1, lastErr: "connection refused", outcome: outcomeRefused, noRequest: true,
 		},
 		{
 			name: "the guard refuses at delivery", handler: status(http.StatusOK),
 			guard:    func(string) *Guard { return NewGuard(nil) },
-			spec:     delayq.Spec{MaxRetries: intp(0)},
+			spec:     delayq.Spec{NoRetries: true},
 			attempts: 1, lastErr: "forbidden address: 127.0.0.1 is loopback", outcome: outcomeForbidden, noRequest: true,
 		},
 		{
@@ -206,7 +206,7 @@ func TestDeliveryOutcomes(t *testing.T) {
 				}
 				return g
 			},
-			spec:     delayq.Spec{MaxRetries: intp(0)},
+			spec:     delayq.Spec{NoRetries: true},
 			attempts: 1, lastErr: "rebind.test resolves to 127.0.0.1", outcome: outcomeForbidden, noRequest: true,
 		},
 	}

@@ -151,7 +151,7 @@ func (d *Dispatcher) Watch(ctx context.Context, topic string) error {
 	if d.topics[topic] {
 		return nil
 	}
-	if err := d.worker.Handle(ctx, topic, d.deliver); err != nil {
+	if err := d.worker.Handle(topic, d.deliver); err != nil {
 		return fmt.Errorf("webhook: watching topic %q: %w", topic, err)
 	}
 	d.topics[topic] = true

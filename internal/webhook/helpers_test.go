@@ -164,8 +164,6 @@ func mustSecret(t testing.TB, s string) []byte {
 	return key
 }
 
-func intp(n int) *int { return &n }
-
 // waitFor polls cond until it holds, failing the test after d.
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

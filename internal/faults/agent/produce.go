@@ -18,15 +18,12 @@ func produce(ctx context.Context, o *options, c *delayq.Client, log *faults.Log)
 	if err != nil {
 		return err
 	}
-	var maxRetries *int
-	if o.maxRetries >= 0 {
-		maxRetries = &o.maxRetries
-	}
 	spec := func(n int) (delayq.Spec, int64) {
 		id := faults.JobID(o.prefix, n)
 		s := delayq.Spec{
 			ID: id, Body: faults.Body(id, o.pad), Format: delayq.FormatJSON,
-			Delay: o.delay + spreadOf(id, o.spread), TTR: o.ttr, Backoff: backoff, MaxRetries: maxRetries,
+			Delay: o.delay + spreadOf(id, o.spread), TTR: o.ttr, Backoff: backoff,
+			MaxRetries: max(o.maxRetries, 0), NoRetries: o.maxRetries == 0,
 		}
 		var want int64
 		switch {

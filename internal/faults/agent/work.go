@@ -20,7 +20,7 @@ func work(ctx context.Context, o *options, c *delayq.Client, log *faults.Log) er
 	}
 	h := func(hctx context.Context, job *delayq.Job) error {
 		e := faults.Event{
-			Kind: faults.Delivered, ID: job.ID, Attempt: job.Attempts, Lease: job.Lease,
+			Kind: faults.Delivered, ID: job.ID, Attempt: job.Attempts, Lease: job.LeaseToken,
 			RunAt: job.RunAt.UnixMilli(), Reserved: job.LeaseDeadline.Add(-job.TTR).UnixMilli(),
 		}
 		if err := faults.CheckBody(job.ID, job.Body); err != nil {
@@ -31,7 +31,7 @@ func work(ctx context.Context, o *options, c *delayq.Client, log *faults.Log) er
 		ack(c, job, log)
 		return nil
 	}
-	if err := w.Handle(ctx, o.topic, h); err != nil {
+	if err := w.Handle(o.topic, h); err != nil {
 		return err
 	}
 	if err := w.Start(ctx); err != nil {
@@ -47,10 +47,10 @@ func work(ctx context.Context, o *options, c *delayq.Client, log *faults.Log) er
 func ack(c *delayq.Client, job *delayq.Job, log *faults.Log) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	e := faults.Event{ID: job.ID, Lease: job.Lease}
+	e := faults.Event{ID: job.ID, Lease: job.LeaseToken}
 	e.Kind = faults.AckSent
 	log.Write(e)
-	err := c.Ack(ctx, job.Topic, job.ID, job.Lease)
+	err := c.Ack(ctx, job.Lease())
 	switch {
 	case err == nil:
 		e.Kind = faults.Acked

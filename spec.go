@@ -1,0 +1,139 @@
+package delayq
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/delayq/delayq/internal/store"
+)
+
+// Spec describes a job to enqueue. Only Body is needed; zero fields take the defaults.
+type Spec struct {
+	// ID is unique within the topic while the job exists. Empty: a time-ordered unique id is made.
+	ID string
+	// Body is the payload, up to Limits.MaxBody bytes.
+	Body []byte
+	// Format says whether Body is JSON text; it is kept and returned with the job.
+	Format Format
+	// Delay makes the job due this long after the Redis server receives it. Defaults to 0.
+	Delay time.Duration
+	// RunAt is an absolute due time instead of Delay; a past time means due now.
+	RunAt time.Time
+	// TTR is the lease length once reserved. Defaults to 30s.
+	TTR time.Duration
+	// MaxRetries is the number of retries after the first attempt before the job goes dead.
+	// Zero means DefaultMaxRetries; set NoRetries for none.
+	MaxRetries int
+	// NoRetries sends the job to the dead letters after its first failed attempt. MaxRetries
+	// must then be zero.
+	NoRetries bool
+	// Backoff is the delay before each retry; nil means DefaultBackoff().
+	Backoff []time.Duration
+	// Priority orders due jobs: higher goes first, then earlier due time. Within ±MaxPriority.
+	Priority int
+	// CallbackURL makes the job a push job: a webhook dispatcher delivers it, pull consumers
+	// never see it.
+	CallbackURL string
+}
+
+// maxBackoffSteps bounds Spec.Backoff.
+const maxBackoffSteps = 100
+
+// Validate reports whether s is a job that a Client with limits l would accept, as an
+// *InvalidError naming the first wrong field (which also matches ErrTooLarge when the body is
+// over its limit). Every enqueue validates its jobs this way before anything reaches Redis;
+// call it to check a job ahead of time. The callback URL is checked by ValidateCallbackURL.
+func (s Spec) Validate(l Limits) error {
+	_, err := l.WithDefaults().toNewJob(s, func() string { return "" })
+	return err
+}
+
+// toNewJob validates s against l (defaults set) and converts it into the store's units; an empty
+// id is replaced by newID().
+func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
+	j := store.NewJob{
+		ID:         s.ID,
+		Format:     int(s.Format),
+		Priority:   s.Priority,
+		DelayMs:    s.Delay.Milliseconds(),
+		MaxRetries: DefaultMaxRetries,
+		TTRMs:      DefaultTTR.Milliseconds(),
+		Body:       s.Body,
+		Callback:   s.CallbackURL,
+	}
+	if j.ID != "" {
+		if err := ValidateID(j.ID); err != nil {
+			return j, err
+		}
+	}
+	if s.Format != FormatBinary && s.Format != FormatJSON {
+		return j, invalid("format", "unknown format %d", s.Format)
+	}
+	if len(s.Body) > l.MaxBody {
+		return j, &InvalidError{Field: "body", Reason: fmt.Sprintf("%d bytes is over the limit of %d", len(s.Body), l.MaxBody), tooLarge: true}
+	}
+	if s.Delay < 0 || s.Delay > l.MaxDelay {
+		return j, invalid("delay", "%s is outside 0 to %s", ms(s.Delay), ms(l.MaxDelay))
+	}
+	if !s.RunAt.IsZero() {
+		if s.Delay != 0 {
+			return j, invalid("run_at", "give a delay or a run_at, not both")
+		}
+		if time.Until(s.RunAt) > l.MaxDelay {
+			return j, invalid("run_at", "%s is more than %s ahead", s.RunAt.Format(time.RFC3339Nano), ms(l.MaxDelay))
+		}
+		j.RunAtMs = s.RunAt.UnixMilli()
+		if j.RunAtMs <= 0 {
+			return j, invalid("run_at", "%s is not after 1970-01-01", s.RunAt.Format(time.RFC3339Nano))
+		}
+	}
+	if s.TTR != 0 {
+		if s.TTR < l.MinTTR || s.TTR > l.MaxTTR {
+			return j, invalid("ttr", "%s is outside %s to %s", ms(s.TTR), ms(l.MinTTR), ms(l.MaxTTR))
+		}
+		j.TTRMs = s.TTR.Milliseconds()
+	}
+	switch {
+	case s.NoRetries && s.MaxRetries != 0:
+		return j, invalid("max_retries", "give MaxRetries or NoRetries, not both")
+	case s.NoRetries:
+		j.MaxRetries = 0
+	case s.MaxRetries < 0 || s.MaxRetries > l.MaxRetries:
+		return j, invalid("max_retries", "%d is outside 0 to %d", s.MaxRetries, l.MaxRetries)
+	case s.MaxRetries > 0:
+		j.MaxRetries = s.MaxRetries
+	}
+	if s.Backoff != nil {
+		if len(s.Backoff) == 0 || len(s.Backoff) > maxBackoffSteps {
+			return j, invalid("backoff", "must have 1 to %d steps, got %d", maxBackoffSteps, len(s.Backoff))
+		}
+		j.BackoffMs = make([]int64, len(s.Backoff))
+		for i, d := range s.Backoff {
+			if d < 0 || d > l.MaxDelay {
+				return j, invalid(fmt.Sprintf("backoff[%d]", i), "%s is outside 0 to %s", ms(d), ms(l.MaxDelay))
+			}
+			j.BackoffMs[i] = d.Milliseconds()
+		}
+	}
+	if s.Priority < -MaxPriority || s.Priority > MaxPriority {
+		return j, invalid("priority", "%d is outside %d to %d", s.Priority, -MaxPriority, MaxPriority)
+	}
+	if s.CallbackURL != "" {
+		if err := ValidateCallbackURL(s.CallbackURL); err != nil {
+			return j, err
+		}
+	}
+	if j.ID == "" {
+		j.ID = newID()
+	}
+	return j, nil
+}
+
+// ms writes d for error messages: in milliseconds, the HTTP API's unit, when it is a whole
+// number of them, else as Go writes durations.
+func ms(d time.Duration) string {
+	if d%time.Millisecond != 0 {
+		return d.String()
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
