@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // Config configures a Client.
@@ -78,12 +80,12 @@ func topicPath(topic string, rest ...string) string {
 }
 
 // Enqueue adds one job to topic.
-func (c *Client) Enqueue(ctx context.Context, topic string, job JobRequest) (*Job, error) {
+func (c *Client) Enqueue(ctx context.Context, topic string, job JobRequest) (*apiv1.Job, error) {
 	body, err := job.encode()
 	if err != nil {
 		return nil, err
 	}
-	var out Job
+	var out apiv1.Job
 	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "jobs"), RawBody(body), &out); err != nil {
 		return nil, err
 	}
@@ -92,7 +94,7 @@ func (c *Client) Enqueue(ctx context.Context, topic string, job JobRequest) (*Jo
 
 // EnqueueBatch adds up to the server's batch limit (1000 by default) of jobs to topic. Each
 // job succeeds or fails alone; results are in request order.
-func (c *Client) EnqueueBatch(ctx context.Context, topic string, jobs []JobRequest) ([]BatchResult, error) {
+func (c *Client) EnqueueBatch(ctx context.Context, topic string, jobs []JobRequest) ([]apiv1.BatchResult, error) {
 	raw := make([]json.RawMessage, len(jobs))
 	for i, j := range jobs {
 		b, err := j.encode()
@@ -106,21 +108,12 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, jobs []JobReque
 
 // EnqueueBatchRaw is EnqueueBatch for job request objects already in the API's JSON form,
 // which are sent byte for byte; each must be valid JSON.
-func (c *Client) EnqueueBatchRaw(ctx context.Context, topic string, jobs []json.RawMessage) ([]BatchResult, error) {
-	body := []byte(`{"jobs":[`)
-	for i, j := range jobs {
-		if !json.Valid(j) {
-			return nil, fmt.Errorf("apiclient: job request %d of the batch is not valid JSON", i)
-		}
-		if i > 0 {
-			body = append(body, ',')
-		}
-		body = append(body, j...)
+func (c *Client) EnqueueBatchRaw(ctx context.Context, topic string, jobs []json.RawMessage) ([]apiv1.BatchResult, error) {
+	body, err := (&apiv1.BatchRequest{Jobs: jobs}).Encode()
+	if err != nil {
+		return nil, fmt.Errorf("apiclient: %w", err)
 	}
-	body = append(body, "]}"...)
-	var out struct {
-		Results []BatchResult `json:"results"`
-	}
+	var out apiv1.BatchResponse
 	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "jobs", "batch"), RawBody(body), &out); err != nil {
 		return nil, err
 	}
@@ -128,8 +121,8 @@ func (c *Client) EnqueueBatchRaw(ctx context.Context, topic string, jobs []json.
 }
 
 // Get returns a job in any state.
-func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
-	var out Job
+func (c *Client) Get(ctx context.Context, topic, id string) (*apiv1.Job, error) {
+	var out apiv1.Job
 	if err := c.Do(ctx, http.MethodGet, jobPath(topic, id), nil, &out); err != nil {
 		return nil, err
 	}
@@ -142,9 +135,9 @@ func (c *Client) Cancel(ctx context.Context, topic, id string) error {
 }
 
 // Reschedule makes a delayed or ready job due delay from now.
-func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Duration) (*Job, error) {
-	var out Job
-	in := map[string]int64{"delay_ms": delay.Milliseconds()}
+func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Duration) (*apiv1.Job, error) {
+	var out apiv1.Job
+	in := apiv1.RescheduleRequest{DelayMs: new(delay.Milliseconds())}
 	if err := c.Do(ctx, http.MethodPatch, jobPath(topic, id), in, &out); err != nil {
 		return nil, err
 	}
@@ -152,9 +145,9 @@ func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Du
 }
 
 // RescheduleAt makes a delayed or ready job due at t.
-func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time) (*Job, error) {
-	var out Job
-	in := map[string]Time{"run_at": {t}}
+func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time) (*apiv1.Job, error) {
+	var out apiv1.Job
+	in := apiv1.RescheduleRequest{RunAt: new(apiv1.FormatTime(t))}
 	if err := c.Do(ctx, http.MethodPatch, jobPath(topic, id), in, &out); err != nil {
 		return nil, err
 	}
@@ -162,21 +155,9 @@ func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time
 }
 
 // Reserve leases up to r.Max due jobs of topic, waiting up to r.Wait for one.
-func (c *Client) Reserve(ctx context.Context, topic string, r ReserveRequest) ([]*Job, error) {
-	in := map[string]int64{}
-	if r.Max != 0 {
-		in["max"] = int64(r.Max)
-	}
-	if r.Wait != 0 {
-		in["wait_ms"] = r.Wait.Milliseconds()
-	}
-	if r.TTR != 0 {
-		in["ttr_ms"] = r.TTR.Milliseconds()
-	}
-	var out struct {
-		Jobs []*Job `json:"jobs"`
-	}
-	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "reserve"), in, &out); err != nil {
+func (c *Client) Reserve(ctx context.Context, topic string, r ReserveRequest) ([]*apiv1.Job, error) {
+	var out apiv1.ReserveResponse
+	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "reserve"), r.wire(), &out); err != nil {
 		return nil, err
 	}
 	return out.Jobs, nil
@@ -184,33 +165,18 @@ func (c *Client) Reserve(ctx context.Context, topic string, r ReserveRequest) ([
 
 // Ack marks a reserved job done.
 func (c *Client) Ack(ctx context.Context, topic, id, lease string) error {
-	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "ack"), map[string]string{"lease": lease}, nil)
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "ack"), apiv1.LeaseRequest{Lease: &lease}, nil)
 }
 
 // Nack ends a reserved job's attempt as failed.
 func (c *Client) Nack(ctx context.Context, topic, id, lease string, r NackRequest) error {
-	in := map[string]any{"lease": lease}
-	if r.Error != "" {
-		in["error"] = r.Error
-	}
-	if r.Delay != nil {
-		in["delay_ms"] = r.Delay.Milliseconds()
-	}
-	if r.Dead {
-		in["dead"] = true
-	}
-	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "nack"), in, nil)
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "nack"), r.wire(lease), nil)
 }
 
 // Touch extends a lease by ttr (zero: the job's TTR) and returns the new deadline.
 func (c *Client) Touch(ctx context.Context, topic, id, lease string, ttr time.Duration) (time.Time, error) {
-	in := map[string]any{"lease": lease}
-	if ttr != 0 {
-		in["ttr_ms"] = ttr.Milliseconds()
-	}
-	var out struct {
-		LeaseDeadline Time `json:"lease_deadline"`
-	}
+	in := apiv1.TouchRequest{Lease: &lease, TTRMs: nonZero(ttr.Milliseconds())}
+	var out apiv1.TouchResponse
 	if err := c.Do(ctx, http.MethodPost, jobPath(topic, id, "touch"), in, &out); err != nil {
 		return time.Time{}, err
 	}
@@ -220,14 +186,12 @@ func (c *Client) Touch(ctx context.Context, topic, id, lease string, ttr time.Du
 // Release gives a lease back unfinished: the job is due again at once and the attempt does
 // not count.
 func (c *Client) Release(ctx context.Context, topic, id, lease string) error {
-	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), map[string]string{"lease": lease}, nil)
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), apiv1.LeaseRequest{Lease: &lease}, nil)
 }
 
 // Topics returns the counts of every topic.
-func (c *Client) Topics(ctx context.Context) ([]TopicStats, error) {
-	var out struct {
-		Topics []TopicStats `json:"topics"`
-	}
+func (c *Client) Topics(ctx context.Context) ([]apiv1.TopicStats, error) {
+	var out apiv1.TopicList
 	if err := c.Do(ctx, http.MethodGet, "/v1/topics", nil, &out); err != nil {
 		return nil, err
 	}
@@ -235,8 +199,8 @@ func (c *Client) Topics(ctx context.Context) ([]TopicStats, error) {
 }
 
 // Stats returns the counts of one topic.
-func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
-	var out TopicStats
+func (c *Client) Stats(ctx context.Context, topic string) (*apiv1.TopicStats, error) {
+	var out apiv1.TopicStats
 	if err := c.Do(ctx, http.MethodGet, topicPath(topic), nil, &out); err != nil {
 		return nil, err
 	}
@@ -245,7 +209,7 @@ func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
 
 // DeadJobs returns a page of up to limit (zero: the server's default) dead jobs of topic,
 // starting at cursor ("" for the first page).
-func (c *Client) DeadJobs(ctx context.Context, topic string, limit int, cursor string) (*DeadPage, error) {
+func (c *Client) DeadJobs(ctx context.Context, topic string, limit int, cursor string) (*apiv1.DeadPage, error) {
 	q := url.Values{}
 	if limit != 0 {
 		q.Set("limit", strconv.Itoa(limit))
@@ -257,7 +221,7 @@ func (c *Client) DeadJobs(ctx context.Context, topic string, limit int, cursor s
 	if len(q) > 0 {
 		p += "?" + q.Encode()
 	}
-	var out DeadPage
+	var out apiv1.DeadPage
 	if err := c.Do(ctx, http.MethodGet, p, nil, &out); err != nil {
 		return nil, err
 	}
@@ -266,34 +230,38 @@ func (c *Client) DeadJobs(ctx context.Context, topic string, limit int, cursor s
 
 // RequeueDead makes the dead jobs ids ready again, and returns how many it requeued.
 func (c *Client) RequeueDead(ctx context.Context, topic string, ids []string) (int, error) {
-	return c.deadOp(ctx, http.MethodPost, topic, "requeued", map[string]any{"ids": ids})
+	return c.requeueDead(ctx, topic, apiv1.DeadSelection{IDs: ids})
 }
 
 // RequeueAllDead makes every dead job of topic ready again.
 func (c *Client) RequeueAllDead(ctx context.Context, topic string) (int, error) {
-	return c.deadOp(ctx, http.MethodPost, topic, "requeued", map[string]any{"all": true})
+	return c.requeueDead(ctx, topic, apiv1.DeadSelection{All: new(true)})
 }
 
 // DeleteDead deletes the dead jobs ids, and returns how many it deleted.
 func (c *Client) DeleteDead(ctx context.Context, topic string, ids []string) (int, error) {
-	return c.deadOp(ctx, http.MethodDelete, topic, "deleted", map[string]any{"ids": ids})
+	return c.deleteDead(ctx, topic, apiv1.DeadSelection{IDs: ids})
 }
 
 // DeleteAllDead deletes every dead job of topic.
 func (c *Client) DeleteAllDead(ctx context.Context, topic string) (int, error) {
-	return c.deadOp(ctx, http.MethodDelete, topic, "deleted", map[string]any{"all": true})
+	return c.deleteDead(ctx, topic, apiv1.DeadSelection{All: new(true)})
 }
 
-func (c *Client) deadOp(ctx context.Context, method, topic, field string, in any) (int, error) {
-	p := topicPath(topic, "dead")
-	if method == http.MethodPost {
-		p += "/requeue"
-	}
-	var out map[string]int
-	if err := c.Do(ctx, method, p, in, &out); err != nil {
+func (c *Client) requeueDead(ctx context.Context, topic string, in apiv1.DeadSelection) (int, error) {
+	var out apiv1.RequeueResponse
+	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "dead", "requeue"), in, &out); err != nil {
 		return 0, err
 	}
-	return out[field], nil
+	return out.Requeued, nil
+}
+
+func (c *Client) deleteDead(ctx context.Context, topic string, in apiv1.DeadSelection) (int, error) {
+	var out apiv1.DeleteResponse
+	if err := c.Do(ctx, http.MethodDelete, topicPath(topic, "dead"), in, &out); err != nil {
+		return 0, err
+	}
+	return out.Deleted, nil
 }
 
 // Healthz reports whether the server runs.
@@ -356,12 +324,9 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 // readError turns a non-2xx answer into an *Error, with or without the API's error body.
 func readError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body struct {
-		Error *Error `json:"error"`
-	}
-	if err := json.Unmarshal(data, &body); err == nil && body.Error != nil && body.Error.Code != "" {
-		body.Error.Status = resp.StatusCode
-		return body.Error
+	var body apiv1.ErrorResponse
+	if err := json.Unmarshal(data, &body); err == nil && body.Error.Code != "" {
+		return &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
 	}
 	msg := strings.TrimSpace(string(data))
 	if len(msg) > 200 {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/redistest"
 )
@@ -69,13 +70,13 @@ func TestProduce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &apiclient.Job{
+	want := &apiv1.Job{
 		// The server returns the same JSON value; encoding/json compacts its white space.
 		Topic: "orders", ID: "a/b?c", State: "delayed", Body: json.RawMessage(`{"x":[1,2]}`),
-		RunAt: apiclient.Time{runAt}, CreatedAt: j.CreatedAt, MaxRetries: 2, TTRMs: 2000,
+		RunAt: apiv1.Time{Time: runAt}, CreatedAt: j.CreatedAt, MaxRetries: 2, TTRMs: 2000,
 		BackoffMs: []int64{1000, 60000}, Priority: 7,
 	}
-	if diff := cmp.Diff(want, j, cmp.Comparer(func(a, b apiclient.Time) bool { return a.Equal(b.Time) })); diff != "" {
+	if diff := cmp.Diff(want, j, cmp.Comparer(func(a, b apiv1.Time) bool { return a.Equal(b.Time) })); diff != "" {
 		t.Errorf("Enqueue (-want +got):\n%s", diff)
 	}
 	got, err := c.Get(ctx, "orders", "a/b?c")

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // field returns the value of a "name  value" line of a field list.
@@ -65,7 +65,7 @@ func TestProduceCommands(t *testing.T) {
 		}
 	}
 
-	var j apiclient.Job
+	var j apiv1.Job
 	s.mustJSON(t, &j, "get", "orders", "o-1")
 	if j.ID != "o-1" || j.State != "delayed" || string(j.Body) != `{"order":42}` || j.TTRMs != 120000 || j.Priority != 7 {
 		t.Errorf("get --json = %+v", j)
@@ -168,7 +168,7 @@ func TestConsumeCommands(t *testing.T) {
 	leaseOf := func(line string) string { return strings.Fields(line)[4] }
 	m3, m2 := leaseOf(lines[1]), leaseOf(lines[2])
 
-	var res struct{ Jobs []*apiclient.Job }
+	var res struct{ Jobs []*apiv1.Job }
 	s.mustJSON(t, &res, "reserve", "mail", "--wait", "2s")
 	if len(res.Jobs) != 1 || res.Jobs[0].ID != "m1" || res.Jobs[0].Lease == "" || res.Jobs[0].Attempts != 1 {
 		t.Fatalf("reserve --json: %+v", res)
@@ -183,7 +183,7 @@ func TestConsumeCommands(t *testing.T) {
 	}
 
 	var touched struct {
-		LeaseDeadline apiclient.Time `json:"lease_deadline"`
+		LeaseDeadline apiv1.Time `json:"lease_deadline"`
 	}
 	s.mustJSON(t, &touched, "touch", "mail", "m3", "--lease", m3, "--ttr", "10m")
 	if d := time.Until(touched.LeaseDeadline.Time); d < 9*time.Minute {
@@ -210,7 +210,7 @@ func TestConsumeCommands(t *testing.T) {
 	if out := s.must(t, "nack", "mail", "m2", "--lease", m2, "--error", "smtp down", "--delay", "1h"); !strings.Contains(out, "nacked mail/m2") {
 		t.Errorf("nack printed %q", out)
 	}
-	var j apiclient.Job
+	var j apiv1.Job
 	s.mustJSON(t, &j, "get", "mail", "m2")
 	if j.State != "delayed" || j.LastError != "smtp down" || time.Until(j.RunAt.Time) < 59*time.Minute {
 		t.Errorf("after nack --delay 1h: %+v", j)
@@ -232,7 +232,7 @@ func TestOperateCommands(t *testing.T) {
 	for _, id := range []string{"d1", "d2", "d3"} {
 		s.must(t, "enqueue", "jobs", "--id", id, "--max-retries", "0")
 	}
-	var res struct{ Jobs []*apiclient.Job }
+	var res struct{ Jobs []*apiv1.Job }
 	s.mustJSON(t, &res, "reserve", "jobs", "--max", "3")
 	for _, j := range res.Jobs {
 		s.must(t, "nack", "jobs", j.ID, "--lease", j.Lease, "--error", "failed "+j.ID)
@@ -245,7 +245,7 @@ func TestOperateCommands(t *testing.T) {
 	if !want.MatchString(out) {
 		t.Errorf("topics table:\n%s", out)
 	}
-	var topics struct{ Topics []apiclient.TopicStats }
+	var topics struct{ Topics []apiv1.TopicStats }
 	s.mustJSON(t, &topics, "topics")
 	if len(topics.Topics) != 2 || topics.Topics[0].Name != "jobs" || topics.Topics[0].Dead != 3 || topics.Topics[1].NextRunAt == nil {
 		t.Errorf("topics --json: %+v", topics)
@@ -255,7 +255,7 @@ func TestOperateCommands(t *testing.T) {
 	if field(t, out, "delayed") != "1" || field(t, out, "dead") != "0" || !strings.HasPrefix(field(t, out, "next_run_at"), "20") {
 		t.Errorf("stats table:\n%s", out)
 	}
-	var st apiclient.TopicStats
+	var st apiv1.TopicStats
 	s.mustJSON(t, &st, "stats", "jobs")
 	if st.Name != "jobs" || st.Dead != 3 || st.NextRunAt != nil {
 		t.Errorf("stats --json: %+v", st)
@@ -270,7 +270,7 @@ func TestOperateCommands(t *testing.T) {
 		t.Fatalf("dead list --limit 2:\n%s", out)
 	}
 	cursor := strings.Fields(lines[3])[6]
-	var page apiclient.DeadPage
+	var page apiv1.DeadPage
 	s.mustJSON(t, &page, "dead", "list", "jobs", "--limit", "2", "--cursor", cursor)
 	if len(page.Jobs) != 1 || page.NextCursor != "" || page.Jobs[0].State != "dead" {
 		t.Errorf("second page: %+v", page)
@@ -346,12 +346,12 @@ func TestEnqueueFile(t *testing.T) {
 		!strings.HasPrefix(lines[2], `  line 1800 (id "j1800"): invalid_argument: `) || !strings.Contains(lines[2], "priority") {
 		t.Errorf("summary:\n%s", out)
 	}
-	var st apiclient.TopicStats
+	var st apiv1.TopicStats
 	s.mustJSON(t, &st, "stats", "bulk")
 	if st.Delayed != 2497 {
 		t.Errorf("delayed = %d, want 2497", st.Delayed)
 	}
-	var j apiclient.Job
+	var j apiv1.Job
 	s.mustJSON(t, &j, "get", "bulk", "j2500")
 	if string(j.Body) != `{"n":2500}` {
 		t.Errorf("j2500 body = %s", j.Body)
@@ -392,7 +392,7 @@ func TestDeadIDsWithCommas(t *testing.T) {
 	s := startServer(t, nil)
 	s.must(t, "enqueue", "c", "--id", "a,b", "--max-retries", "0")
 	var res struct {
-		Jobs []apiclient.Job `json:"jobs"`
+		Jobs []apiv1.Job `json:"jobs"`
 	}
 	s.mustJSON(t, &res, "reserve", "c")
 	if len(res.Jobs) != 1 {

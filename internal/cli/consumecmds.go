@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 func newReserveCmd() *cobra.Command {
@@ -32,7 +33,7 @@ func newReserveCmd() *cobra.Command {
 			return err
 		}
 		if jobs == nil {
-			jobs = []*apiclient.Job{}
+			jobs = []*apiv1.Job{}
 		}
 		return out.result(map[string]any{"jobs": jobs}, func(w io.Writer) {
 			if len(jobs) == 0 {
@@ -106,8 +107,8 @@ func newTouchCmd() *cobra.Command {
 		if err != nil {
 			return err
 		}
-		t := apiclient.Time{Time: deadline}
-		return out.result(map[string]apiclient.Time{"lease_deadline": t}, func(w io.Writer) {
+		t := apiv1.Time{Time: deadline}
+		return out.result(apiv1.TouchResponse{LeaseDeadline: t}, func(w io.Writer) {
 			fmt.Fprintf(w, "lease of %s/%s runs until %s\n", topic, id, t)
 		})
 	})

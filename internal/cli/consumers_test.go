@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // examplesDir holds the consumer examples that docs/consumers.md quotes.
@@ -89,7 +89,7 @@ func TestConsumerExamples(t *testing.T) {
 					t.Errorf("job %q after the run: %v, want not_found (acked)", id, err)
 				}
 			}
-			var bad apiclient.Job
+			var bad apiv1.Job
 			s.mustJSON(t, &bad, "get", topic, "bad")
 			if bad.State != "delayed" || bad.Attempts != 1 || bad.LastError != "card declined" {
 				t.Errorf("the failed job: state %s, attempts %d, last_error %q; want delayed, 1, \"card declined\"", bad.State, bad.Attempts, bad.LastError)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 const (
@@ -27,9 +28,9 @@ const (
 
 // lineFailure is a line of the file that was not added.
 type lineFailure struct {
-	Line  int              `json:"line"`
-	ID    string           `json:"id,omitempty"` // the line's id, when it has one
-	Error *apiclient.Error `json:"error"`
+	Line  int          `json:"line"`
+	ID    string       `json:"id,omitempty"` // the line's id, when it has one
+	Error *apiv1.Error `json:"error"`
 }
 
 // fileSummary is what enqueue --file reports.
@@ -76,7 +77,7 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 		line, err = readLine(r)
 		if err != nil && !errors.Is(err, io.EOF) {
 			if errors.Is(err, errLineTooLong) {
-				sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, Error: &apiclient.Error{Code: "invalid_argument", Message: fmt.Sprintf("the line is over %d bytes", maxLineBytes)}})
+				sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, Error: &apiv1.Error{Code: "invalid_argument", Message: fmt.Sprintf("the line is over %d bytes", maxLineBytes)}})
 				err = nil
 				continue
 			}
@@ -88,7 +89,7 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 			continue
 		}
 		if msg := checkLine(line); msg != "" {
-			sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, ID: lineID(line), Error: &apiclient.Error{Code: "invalid_argument", Message: msg}})
+			sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, ID: lineID(line), Error: &apiv1.Error{Code: "invalid_argument", Message: msg}})
 			continue
 		}
 		if len(b.jobs) > 0 && b.bytes+len(line) > fileBatchBytes {

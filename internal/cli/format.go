@@ -9,7 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // bodyWidth is how much of a body a table row shows.
@@ -20,7 +20,7 @@ func newTable(w io.Writer) *tabwriter.Writer {
 }
 
 // printJob writes one job as a list of fields.
-func printJob(w io.Writer, j *apiclient.Job) {
+func printJob(w io.Writer, j *apiv1.Job) {
 	tw := newTable(w)
 	row := func(k, v string) {
 		if v != "" {
@@ -57,7 +57,7 @@ func printJob(w io.Writer, j *apiclient.Job) {
 }
 
 // printJobs writes jobs as a table, one row each, with the lease columns when withLease.
-func printJobs(w io.Writer, jobs []*apiclient.Job, withLease bool) {
+func printJobs(w io.Writer, jobs []*apiv1.Job, withLease bool) {
 	tw := newTable(w)
 	if withLease {
 		fmt.Fprintln(tw, "ID\tATTEMPTS\tRUN_AT\tLEASE_DEADLINE\tLEASE\tBODY")
@@ -80,7 +80,7 @@ func printJobs(w io.Writer, jobs []*apiclient.Job, withLease bool) {
 }
 
 // printTopics writes topic counts as a table.
-func printTopics(w io.Writer, topics []apiclient.TopicStats) {
+func printTopics(w io.Writer, topics []apiv1.TopicStats) {
 	tw := newTable(w)
 	fmt.Fprintln(tw, "TOPIC\tDELAYED\tREADY\tRESERVED\tDEAD\tNEXT_RUN_AT")
 	for _, t := range topics {
@@ -90,7 +90,7 @@ func printTopics(w io.Writer, topics []apiclient.TopicStats) {
 }
 
 // printStats writes one topic's counts as a list of fields.
-func printStats(w io.Writer, s *apiclient.TopicStats) {
+func printStats(w io.Writer, s *apiv1.TopicStats) {
 	tw := newTable(w)
 	fmt.Fprintf(tw, "topic\t%s\n", s.Name)
 	fmt.Fprintf(tw, "delayed\t%d\n", s.Delayed)
@@ -102,7 +102,7 @@ func printStats(w io.Writer, s *apiclient.TopicStats) {
 	tw.Flush()
 }
 
-func nextRun(t *apiclient.Time) string {
+func nextRun(t *apiv1.Time) string {
 	if t == nil {
 		return "-"
 	}
@@ -110,7 +110,7 @@ func nextRun(t *apiclient.Time) string {
 }
 
 // bodyText shows a JSON body as its text and a binary one as base64:<data>.
-func bodyText(j *apiclient.Job) string {
+func bodyText(j *apiv1.Job) string {
 	if j.BodyBase64 != nil {
 		return "base64:" + *j.BodyBase64
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // enqueueFlags are the flags of `delayq enqueue`.
@@ -168,7 +169,7 @@ func newRescheduleCmd() *cobra.Command {
 	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
 		ctx, cancel := out.bound(ctx, 0)
 		defer cancel()
-		var j *apiclient.Job
+		var j *apiv1.Job
 		var err error
 		if runAt != "" {
 			t, perr := parseRunAt(runAt)

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 func newTopicsCmd() *cobra.Command {
@@ -24,7 +25,7 @@ func newTopicsCmd() *cobra.Command {
 			return err
 		}
 		if topics == nil {
-			topics = []apiclient.TopicStats{}
+			topics = []apiv1.TopicStats{}
 		}
 		return out.result(map[string]any{"topics": topics}, func(w io.Writer) {
 			if len(topics) == 0 {
@@ -73,7 +74,7 @@ func newDeadListCmd() *cobra.Command {
 			return err
 		}
 		if page.Jobs == nil {
-			page.Jobs = []*apiclient.Job{}
+			page.Jobs = []*apiv1.Job{}
 		}
 		return out.result(page, func(w io.Writer) {
 			if len(page.Jobs) == 0 {

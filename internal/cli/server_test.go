@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
 )
@@ -38,7 +39,7 @@ func TestRestartKeepsJobs(t *testing.T) {
 	}
 
 	again := startServerArgs(t, nil, s.Dir, "server", "--listen", "127.0.0.1:0", "--data-dir", s.Dir)
-	var j apiclient.Job
+	var j apiv1.Job
 	again.mustJSON(t, &j, "get", "orders", "kept")
 	if j.State != "delayed" || string(j.Body) != `{"v":1}` {
 		t.Errorf("after the restart: %+v", j)
@@ -60,7 +61,7 @@ func TestEmbeddedRedisKilled(t *testing.T) {
 	if pid := s.redisPid(t); pid == old {
 		t.Errorf("redis-server pid is still %d after the restart", pid)
 	}
-	var j apiclient.Job
+	var j apiv1.Job
 	testwait.For(t, 10*time.Second, "the job is readable again", func() bool {
 		out, err := s.run(t, "get", "orders", "before-kill", "--json")
 		return err == nil && json.Unmarshal([]byte(out), &j) == nil

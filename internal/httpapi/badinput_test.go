@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // badCase is a request that must be refused with status and code, changing nothing.
@@ -222,7 +224,7 @@ func seedT(t *testing.T, e *env) string {
 func snapshot(t *testing.T, e *env) string {
 	t.Helper()
 	topics := decode[struct {
-		Topics []topicJSON `json:"topics"`
+		Topics []apiv1.TopicStats `json:"topics"`
 	}](t, e.call("GET", "/v1/topics", nil).want(t, http.StatusOK)).Topics
 	for i := range topics {
 		topics[i].OldestReadyMs = 0 // grows with time
@@ -298,8 +300,8 @@ func TestBatchItemErrors(t *testing.T) {
 	r := e.badRequests().raw(e.url, "POST", "/v1/topics/b/jobs/batch", "application/json", body).want(t, http.StatusOK)
 	var res struct {
 		Results []struct {
-			Job   *testJob   `json:"job"`
-			Error *errorBody `json:"error"`
+			Job   *apiv1.Job   `json:"job"`
+			Error *apiv1.Error `json:"error"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(r.body, &res); err != nil {
@@ -320,7 +322,7 @@ func TestBatchItemErrors(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("results (-want +got):\n%s", diff)
 	}
-	st := decode[topicJSON](t, e.call("GET", "/v1/topics/b", nil).want(t, http.StatusOK))
+	st := decode[apiv1.TopicStats](t, e.call("GET", "/v1/topics/b", nil).want(t, http.StatusOK))
 	if st.Ready != 3 {
 		t.Fatalf("topic b has %d ready jobs, want 3 (taken, one, seven)", st.Ready)
 	}

@@ -5,18 +5,10 @@ import (
 	"errors"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
-
-// reserveRequest is the body of a reserve; nil fields take the defaults.
-type reserveRequest struct {
-	Max      *int64 `json:"max"`
-	MaxBytes *int64 `json:"max_bytes"`
-	WaitMs   *int64 `json:"wait_ms"`
-	TTRMs    *int64 `json:"ttr_ms"`
-}
 
 // maxReserveBytes bounds a reserve's max_bytes: a reply is built in memory.
 const maxReserveBytes = 256 << 20
@@ -30,7 +22,7 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var q reserveRequest
+	var q apiv1.ReserveRequest
 	if err := readJSON(w, r, smallBytes, &q, true); err != nil {
 		return err
 	}
@@ -89,9 +81,7 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	// Once the answer is written and flushed, a hang-up says nothing: one-shot clients (curl,
 	// Python's urllib) close the connection as soon as they have read it. Their jobs keep their
 	// leases; a client that really left before reading lets them expire after their TTR.
-	if err := a.writeJSONTo(w, http.StatusOK, struct {
-		Jobs []*jobJSON `json:"jobs"`
-	}{toJobsJSON(jobs, true)}); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil) {
+	if err := a.writeJSONTo(w, http.StatusOK, apiv1.ReserveResponse{Jobs: apiv1.NewJobs(jobs, true)}); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil) {
 		a.putBack(r, jobs)
 	}
 	return nil
@@ -109,11 +99,6 @@ func (a *api) putBack(r *http.Request, jobs []*delayq.Job) {
 	}
 }
 
-// leaseRequest is the body of ack and release.
-type leaseRequest struct {
-	Lease *string `json:"lease"`
-}
-
 // checkLease requires a lease token.
 func checkLease(lease *string) (string, error) {
 	if lease == nil || *lease == "" {
@@ -129,7 +114,7 @@ func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx cont
 	if err != nil {
 		return "", err
 	}
-	var q leaseRequest
+	var q apiv1.LeaseRequest
 	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
 		return "", err
 	}
@@ -165,24 +150,13 @@ func (a *api) release(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// nackRequest is the body of a nack.
-type nackRequest struct {
-	Lease   *string `json:"lease"`
-	Error   *string `json:"error"`
-	DelayMs *int64  `json:"delay_ms"`
-	Dead    *bool   `json:"dead"`
-}
-
-// maxErrorText is how much of a nack's error text is kept, as the library keeps.
-const maxErrorText = 4096
-
 // nack is POST /v1/topics/{topic}/jobs/{id}/nack.
 func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 	topic, id, err := jobParams(r)
 	if err != nil {
 		return err
 	}
-	var q nackRequest
+	var q apiv1.NackRequest
 	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
 		return err
 	}
@@ -199,7 +173,7 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 		o.Delay = &d
 	}
 	if q.Error != nil {
-		o.Error = truncateUTF8(*q.Error, maxErrorText)
+		o.Error = *q.Error // the library cuts it to what a job keeps
 	}
 	o.Dead = q.Dead != nil && *q.Dead
 	ctx, cancel := a.storeContext(r)
@@ -222,30 +196,13 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// truncateUTF8 cuts s to at most n bytes without splitting a character.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// touchRequest is the body of a touch.
-type touchRequest struct {
-	Lease *string `json:"lease"`
-	TTRMs *int64  `json:"ttr_ms"`
-}
-
 // touch is POST /v1/topics/{topic}/jobs/{id}/touch.
 func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
 	topic, id, err := jobParams(r)
 	if err != nil {
 		return err
 	}
-	var q touchRequest
+	var q apiv1.TouchRequest
 	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
 		return err
 	}
@@ -268,8 +225,6 @@ func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, http.StatusOK, struct {
-		LeaseDeadline string `json:"lease_deadline"`
-	}{formatTime(deadline)})
+	a.writeJSON(w, http.StatusOK, apiv1.TouchResponse{LeaseDeadline: apiv1.Time{Time: deadline}})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // defaultDeadPage is the page size of a dead-letter listing without limit.
@@ -44,17 +45,8 @@ func (a *api) listDead(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	jobs, next := p.jobs, p.next
-	a.writeJSON(w, http.StatusOK, struct {
-		Jobs       []*jobJSON `json:"jobs"`
-		NextCursor string     `json:"next_cursor,omitempty"`
-	}{toJobsJSON(jobs, false), next})
+	a.writeJSON(w, http.StatusOK, apiv1.DeadPage{Jobs: apiv1.NewJobs(jobs, false), NextCursor: next})
 	return nil
-}
-
-// deadSelection is the body of requeue and delete: ids or all, not both.
-type deadSelection struct {
-	IDs []string `json:"ids"`
-	All *bool    `json:"all"`
 }
 
 // deadSelectionBytes bounds a dead-letter selection: MaxBatch ids of 256 bytes, each written
@@ -65,7 +57,7 @@ func (a *api) deadSelectionBytes() int64 {
 
 // readDeadSelection reads and checks a selection; all reports {"all": true}.
 func (a *api) readDeadSelection(w http.ResponseWriter, r *http.Request) (ids []string, all bool, err error) {
-	var q deadSelection
+	var q apiv1.DeadSelection
 	if err := readJSON(w, r, a.deadSelectionBytes(), &q, false); err != nil {
 		return nil, false, err
 	}
@@ -99,8 +91,9 @@ func reason(err error) string {
 	return err.Error()
 }
 
-// deadOp runs one of the library's dead-letter operations on ids, or on all.
-func (a *api) deadOp(w http.ResponseWriter, r *http.Request, field string,
+// deadOp runs one of the library's dead-letter operations on ids, or on all, and answers
+// with answer(n), n being how many jobs it affected.
+func (a *api) deadOp(w http.ResponseWriter, r *http.Request, answer func(n int) any,
 	some func(ctx context.Context, topic string, ids []string) (int, error),
 	every func(ctx context.Context, topic string) (int, error)) error {
 	topic, err := topicParam(r)
@@ -122,16 +115,16 @@ func (a *api) deadOp(w http.ResponseWriter, r *http.Request, field string,
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, http.StatusOK, map[string]int{field: n})
+	a.writeJSON(w, http.StatusOK, answer(n))
 	return nil
 }
 
 // requeueDead is POST /v1/topics/{topic}/dead/requeue.
 func (a *api) requeueDead(w http.ResponseWriter, r *http.Request) error {
-	return a.deadOp(w, r, "requeued", a.c.RequeueDead, a.c.RequeueAllDead)
+	return a.deadOp(w, r, func(n int) any { return apiv1.RequeueResponse{Requeued: n} }, a.c.RequeueDead, a.c.RequeueAllDead)
 }
 
 // deleteDead is DELETE /v1/topics/{topic}/dead.
 func (a *api) deleteDead(w http.ResponseWriter, r *http.Request) error {
-	return a.deadOp(w, r, "deleted", a.c.DeleteDead, a.c.DeleteAllDead)
+	return a.deadOp(w, r, func(n int) any { return apiv1.DeleteResponse{Deleted: n} }, a.c.DeleteDead, a.c.DeleteAllDead)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // TestDotSegmentIDsRefused checks that the ids "." and "..", which no URL can carry as a path
@@ -33,8 +35,8 @@ func TestDotSegmentIDsRefused(t *testing.T) {
 	r := e.badRequests().raw(e.url, "POST", "/v1/topics/t/jobs/batch", "application/json", `{"jobs": [{"id": "."}, {"id": ".."}]}`).want(t, http.StatusOK)
 	res := decode[struct {
 		Results []struct {
-			Job   *testJob   `json:"job"`
-			Error *errorBody `json:"error"`
+			Job   *apiv1.Job   `json:"job"`
+			Error *apiv1.Error `json:"error"`
 		} `json:"results"`
 	}](t, r).Results
 	if len(res) != 2 {

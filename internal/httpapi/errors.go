@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // Error codes of the API; each has one HTTP status (codeStatus).
@@ -55,12 +56,6 @@ type apiError struct {
 
 func (e *apiError) Error() string { return e.msg }
 
-// errorBody is the "error" member of an error response, and of a failed batch item.
-type errorBody struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // sentinels maps the library's errors to codes; it is the one table of that mapping.
 var sentinels = []struct {
 	err  error
@@ -75,31 +70,31 @@ var sentinels = []struct {
 
 // classify turns any error into the API's code and message. The bool reports an internal
 // error, whose cause is logged but not shown.
-func classify(err error) (body errorBody, internal bool) {
+func classify(err error) (body apiv1.Error, internal bool) {
 	var ae *apiError
 	if errors.As(err, &ae) {
-		return errorBody{ae.code, ae.msg}, false
+		return apiv1.Error{Code: ae.code, Message: ae.msg}, false
 	}
 	var nf *delayq.NotFoundError
 	if errors.As(err, &nf) {
-		return errorBody{codeNotFound, nf.Message()}, false
+		return apiv1.Error{Code: codeNotFound, Message: nf.Message()}, false
 	}
 	var inv *delayq.InvalidError
 	if errors.As(err, &inv) {
-		return errorBody{codeInvalid, fmt.Sprintf("invalid %s: %s", inv.Field, inv.Reason)}, false
+		return apiv1.Error{Code: codeInvalid, Message: fmt.Sprintf("invalid %s: %s", inv.Field, inv.Reason)}, false
 	}
 	if errors.Is(err, delayq.ErrInvalid) {
-		return errorBody{codeInvalid, err.Error()}, false
+		return apiv1.Error{Code: codeInvalid, Message: err.Error()}, false
 	}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
-			return errorBody{s.code, err.Error()}, false
+			return apiv1.Error{Code: s.code, Message: err.Error()}, false
 		}
 	}
 	if unavailable(err) {
-		return errorBody{codeUnavailable, "the store cannot be reached: " + err.Error()}, false
+		return apiv1.Error{Code: codeUnavailable, Message: "the store cannot be reached: " + err.Error()}, false
 	}
-	return errorBody{codeInternal, "internal error"}, true
+	return apiv1.Error{Code: codeInternal, Message: "internal error"}, true
 }
 
 // unavailable reports whether err says the store cannot be reached or cannot serve now:
@@ -130,13 +125,11 @@ func (a *api) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	} else if body.Code == codeUnavailable && r.Context().Err() == nil {
 		a.log.Warn("httpapi: store unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	a.writeJSON(w, codeStatus[body.Code], struct {
-		Error errorBody `json:"error"`
-	}{body})
+	a.writeJSON(w, codeStatus[body.Code], apiv1.ErrorResponse{Error: body})
 }
 
 // itemError is err as a failed batch item; internal errors are logged.
-func (a *api) itemError(r *http.Request, err error) *errorBody {
+func (a *api) itemError(r *http.Request, err error) *apiv1.Error {
 	body, internal := classify(err)
 	if internal {
 		a.log.Error("httpapi: batch item failed", "path", r.URL.Path, "err", err)

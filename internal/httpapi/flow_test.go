@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -22,12 +23,12 @@ func TestEnqueueGetReserveAck(t *testing.T) {
 	created := e.raw(e.url, "POST", "/v1/topics/orders/jobs", "application/json; charset=utf-8",
 		`{"id": "o-1", "body": `+body+`, "ttr_ms": 5000, "max_retries": 2, "priority": 7, "backoff_ms": [0, 10]}`)
 	created.want(t, http.StatusCreated)
-	j := decode[testJob](t, created)
+	j := decode[apiv1.Job](t, created)
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, []byte(body)); err != nil {
 		t.Fatal(err)
 	}
-	want := testJob{
+	want := apiv1.Job{
 		Topic: "orders", ID: "o-1", State: "ready", Body: compact.Bytes(),
 		RunAt: j.RunAt, CreatedAt: j.CreatedAt,
 		MaxRetries: 2, TTRMs: 5000, BackoffMs: []int64{0, 10}, Priority: 7,
@@ -35,7 +36,7 @@ func TestEnqueueGetReserveAck(t *testing.T) {
 	if diff := cmp.Diff(want, j); diff != "" {
 		t.Fatalf("created job (-want +got):\n%s", diff)
 	}
-	created0, runAt := parseTime(t, j.CreatedAt), parseTime(t, j.RunAt)
+	created0, runAt := j.CreatedAt.Time, j.RunAt.Time
 	if !runAt.Equal(created0) || time.Since(created0).Abs() > time.Minute {
 		t.Fatalf("created_at %s, run_at %s: want both now", j.CreatedAt, j.RunAt)
 	}
@@ -47,11 +48,11 @@ func TestEnqueueGetReserveAck(t *testing.T) {
 	if got.ID != "o-1" || got.State != "reserved" || got.Attempts != 1 || got.Lease == "" || string(got.Body) != compact.String() {
 		t.Fatalf("reserved %+v", got)
 	}
-	deadline := parseTime(t, got.LeaseDeadline)
+	deadline := got.LeaseDeadline.Time
 	if d := time.Until(deadline); d < 3*time.Second || d > 6*time.Second {
 		t.Fatalf("lease deadline %v from now, want about the 5s TTR", d)
 	}
-	if g := e.get("orders", "o-1"); g.State != "reserved" || g.Lease != "" || g.LeaseDeadline != got.LeaseDeadline {
+	if g := e.get("orders", "o-1"); g.State != "reserved" || g.Lease != "" || g.LeaseDeadline == nil || !g.LeaseDeadline.Equal(deadline) {
 		t.Fatalf("GET of a reserved job: %+v", g)
 	}
 	e.call("POST", "/v1/topics/orders/jobs/o-1/ack", map[string]string{"lease": got.Lease}).want(t, http.StatusNoContent)
@@ -76,7 +77,7 @@ func TestEnqueueRetried(t *testing.T) {
 	}
 	e.call("POST", "/v1/topics/orders/jobs", map[string]any{"id": "o-1", "body": map[string]int{"n": 2}, "delay_ms": 60000}).
 		wantError(t, http.StatusConflict, codeExists)
-	if st := decode[topicJSON](t, e.call("GET", "/v1/topics/orders", nil).want(t, http.StatusOK)); st.Delayed != 1 {
+	if st := decode[apiv1.TopicStats](t, e.call("GET", "/v1/topics/orders", nil).want(t, http.StatusOK)); st.Delayed != 1 {
 		t.Errorf("%d jobs delayed, want 1", st.Delayed)
 	}
 }
@@ -101,8 +102,8 @@ func TestBodies(t *testing.T) {
 		{"none", `{}`, ``, nil}, // neither body nor body_base64
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			j := decode[testJob](t, e.raw(e.url, "POST", "/v1/topics/bodies/jobs", "application/json", c.req).want(t, http.StatusCreated))
-			for _, got := range []testJob{j, e.get("bodies", j.ID)} {
+			j := decode[apiv1.Job](t, e.raw(e.url, "POST", "/v1/topics/bodies/jobs", "application/json", c.req).want(t, http.StatusCreated))
+			for _, got := range []apiv1.Job{j, e.get("bodies", j.ID)} {
 				if string(got.Body) != c.body {
 					t.Errorf("body %s, want %s", got.Body, c.body)
 				}
@@ -113,7 +114,7 @@ func TestBodies(t *testing.T) {
 		})
 	}
 	raw := e.raw(e.url, "GET", "/v1/topics/bodies", "", "")
-	if st := decode[topicJSON](t, raw); st.Ready != 8 {
+	if st := decode[apiv1.TopicStats](t, raw); st.Ready != 8 {
 		t.Fatalf("topic has %d ready jobs, want 8", st.Ready)
 	}
 	// The binary body is the decoded bytes.
@@ -148,20 +149,20 @@ func TestDelayAndRunAt(t *testing.T) {
 	if d.State != "delayed" {
 		t.Fatalf("state %q", d.State)
 	}
-	if diff := parseTime(t, d.RunAt).Sub(parseTime(t, d.CreatedAt)); diff != time.Hour {
+	if diff := d.RunAt.Sub(d.CreatedAt.Time); diff != time.Hour {
 		t.Fatalf("run_at - created_at = %v", diff)
 	}
 	at := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Millisecond)
 	r := e.enqueue("d", map[string]any{"id": "at", "run_at": at.Format(time.RFC3339Nano)})
-	if !parseTime(t, r.RunAt).Equal(at) || r.State != "delayed" {
+	if !r.RunAt.Equal(at) || r.State != "delayed" {
 		t.Fatalf("run_at %s state %s, want %s delayed", r.RunAt, r.State, at)
 	}
 	past := e.enqueue("d", map[string]any{"id": "past", "run_at": "2020-01-02T03:04:05.678+02:00"})
-	if past.RunAt != "2020-01-02T01:04:05.678Z" || past.State != "ready" {
+	if past.RunAt.String() != "2020-01-02T01:04:05.678Z" || past.State != "ready" {
 		t.Fatalf("past job run_at %s state %s", past.RunAt, past.State)
 	}
-	st := decode[topicJSON](t, e.call("GET", "/v1/topics/d", nil).want(t, http.StatusOK))
-	if st.Delayed != 2 || st.Ready != 1 || st.NextRunAt == nil || *st.NextRunAt != past.RunAt {
+	st := decode[apiv1.TopicStats](t, e.call("GET", "/v1/topics/d", nil).want(t, http.StatusOK))
+	if st.Delayed != 2 || st.Ready != 1 || st.NextRunAt == nil || !st.NextRunAt.Equal(past.RunAt.Time) {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -176,10 +177,10 @@ func TestReserveLongPoll(t *testing.T) {
 	if got.ID != j.ID || took < 200*time.Millisecond || took > 5*time.Second {
 		t.Fatalf("reserved %q after %v", got.ID, took)
 	}
-	if time.Now().Before(parseTime(t, j.RunAt)) {
+	if time.Now().Before(j.RunAt.Time) {
 		t.Fatalf("delivered before its run_at %s", j.RunAt)
 	}
-	if got.TTRMs != 100 && time.Until(parseTime(t, got.LeaseDeadline)) > time.Second {
+	if got.TTRMs != 100 && time.Until(got.LeaseDeadline.Time) > time.Second {
 		t.Fatalf("the ttr_ms override was not applied: %+v", got)
 	}
 	// An empty body takes the defaults, and an empty topic answers an empty array at once.
@@ -219,7 +220,7 @@ func TestNackTouchRelease(t *testing.T) {
 	if g.State != "delayed" || g.LastError != "first" || g.Attempts != 1 {
 		t.Fatalf("after nack: %+v", g)
 	}
-	if d := time.Until(parseTime(t, g.RunAt)); d < 50*time.Second || d > 61*time.Second {
+	if d := time.Until(g.RunAt.Time); d < 50*time.Second || d > 61*time.Second {
 		t.Fatalf("due %v from now, want the 60s backoff step", d)
 	}
 	// The stale lease is refused.
@@ -232,12 +233,12 @@ func TestNackTouchRelease(t *testing.T) {
 		t.Fatalf("attempts %d, want 2", r2.Attempts)
 	}
 	// Touch extends the lease.
-	before := parseTime(t, r2.LeaseDeadline)
+	before := r2.LeaseDeadline.Time
 	tr := decode[map[string]string](t, e.call("POST", "/v1/topics/n/jobs/j/touch", map[string]any{"lease": r2.Lease, "ttr_ms": 120000}).want(t, http.StatusOK))
 	if after := parseTime(t, tr["lease_deadline"]); after.Sub(before) < time.Minute {
 		t.Fatalf("touch moved the deadline from %v to %v", before, after)
 	}
-	if g := e.get("n", "j"); g.LeaseDeadline != tr["lease_deadline"] {
+	if g := e.get("n", "j"); g.LeaseDeadline == nil || g.LeaseDeadline.String() != tr["lease_deadline"] {
 		t.Fatalf("lease_deadline %s, touch said %s", g.LeaseDeadline, tr["lease_deadline"])
 	}
 	e.call("POST", "/v1/topics/n/jobs/j/nack", map[string]any{"lease": r2.Lease, "delay_ms": 0, "error": "second"}).want(t, http.StatusNoContent)
@@ -251,7 +252,7 @@ func TestNackTouchRelease(t *testing.T) {
 	}
 	// Retries are used up: the third failure sends it to the dead letters.
 	e.call("POST", "/v1/topics/n/jobs/j/nack", map[string]any{"lease": r4.Lease, "error": "third"}).want(t, http.StatusNoContent)
-	if g := e.get("n", "j"); g.State != "dead" || g.LastError != "third" || g.DiedAt == "" {
+	if g := e.get("n", "j"); g.State != "dead" || g.LastError != "third" || g.DiedAt == nil {
 		t.Fatalf("after the last retry: %+v", g)
 	}
 
@@ -301,13 +302,13 @@ func TestReschedule(t *testing.T) {
 	e.enqueue("rs", map[string]any{"id": "reserved", "priority": 9})
 	e.reserveOne("rs", nil)
 
-	got := decode[testJob](t, e.call("PATCH", "/v1/topics/rs/jobs/delayed", map[string]any{"delay_ms": 0}).want(t, http.StatusOK))
+	got := decode[apiv1.Job](t, e.call("PATCH", "/v1/topics/rs/jobs/delayed", map[string]any{"delay_ms": 0}).want(t, http.StatusOK))
 	if got.State != "ready" {
 		t.Fatalf("delayed rescheduled to now: %+v", got)
 	}
 	at := time.Now().Add(time.Hour).UTC().Truncate(time.Millisecond)
-	got = decode[testJob](t, e.call("PATCH", "/v1/topics/rs/jobs/ready", map[string]any{"run_at": at.Format(time.RFC3339Nano)}).want(t, http.StatusOK))
-	if got.State != "delayed" || !parseTime(t, got.RunAt).Equal(at) {
+	got = decode[apiv1.Job](t, e.call("PATCH", "/v1/topics/rs/jobs/ready", map[string]any{"run_at": at.Format(time.RFC3339Nano)}).want(t, http.StatusOK))
+	if got.State != "delayed" || !got.RunAt.Equal(at) {
 		t.Fatalf("ready rescheduled to %v: %+v", at, got)
 	}
 	e.call("PATCH", "/v1/topics/rs/jobs/reserved", map[string]any{"delay_ms": 10}).wantError(t, http.StatusConflict, codePrecondition)
@@ -326,8 +327,8 @@ func TestDeadLetters(t *testing.T) {
 		e.call("POST", "/v1/topics/dl/jobs/"+j.ID+"/nack", map[string]any{"lease": j.Lease, "error": "x"}).want(t, http.StatusNoContent)
 	}
 	type page struct {
-		Jobs       []testJob `json:"jobs"`
-		NextCursor *string   `json:"next_cursor"`
+		Jobs       []apiv1.Job `json:"jobs"`
+		NextCursor *string     `json:"next_cursor"`
 	}
 	var got []string
 	cursor, pages := "", 0
@@ -388,7 +389,7 @@ func TestDeadLetters(t *testing.T) {
 	if k := count(e.call("DELETE", "/v1/topics/dl/dead", map[string]any{"all": true}), "deleted"); k != 2 {
 		t.Fatalf("deleted all: %d, want 2", k)
 	}
-	st := decode[topicJSON](t, e.call("GET", "/v1/topics/dl", nil).want(t, http.StatusOK))
+	st := decode[apiv1.TopicStats](t, e.call("GET", "/v1/topics/dl", nil).want(t, http.StatusOK))
 	if st.Dead != 0 || st.Ready != 4 {
 		t.Fatalf("stats after the dead-letter work: %+v", st)
 	}
@@ -407,7 +408,7 @@ func TestTopics(t *testing.T) {
 	e.reserveOne("alpha", nil)
 
 	var list struct {
-		Topics []topicJSON `json:"topics"`
+		Topics []apiv1.TopicStats `json:"topics"`
 	}
 	if err := json.Unmarshal(e.call("GET", "/v1/topics", nil).want(t, http.StatusOK).body, &list); err != nil {
 		t.Fatal(err)
@@ -415,7 +416,7 @@ func TestTopics(t *testing.T) {
 	for i := range list.Topics {
 		list.Topics[i].NextRunAt, list.Topics[i].OldestReadyMs = nil, 0
 	}
-	want := []topicJSON{{Name: "alpha", Ready: 1, Reserved: 1}, {Name: "beta", Delayed: 1}}
+	want := []apiv1.TopicStats{{Name: "alpha", Ready: 1, Reserved: 1}, {Name: "beta", Delayed: 1}}
 	if diff := cmp.Diff(want, list.Topics); diff != "" {
 		t.Fatalf("topics (-want +got):\n%s", diff)
 	}
@@ -439,7 +440,7 @@ func TestTopics(t *testing.T) {
 		t.Fatalf("empty topic: %s", r.body)
 	}
 	testwait.For(t, 5*time.Second, "oldest_ready_ms to grow", func() bool {
-		return decode[topicJSON](t, e.call("GET", "/v1/topics/alpha", nil).want(t, http.StatusOK)).OldestReadyMs > 0
+		return decode[apiv1.TopicStats](t, e.call("GET", "/v1/topics/alpha", nil).want(t, http.StatusOK)).OldestReadyMs > 0
 	})
 }
 
@@ -447,7 +448,7 @@ func TestCallbackAccepted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	r := e.raw(e.pushURL, "POST", "/v1/topics/push/jobs", "application/json", `{"id": "p", "callback_url": "https://example.com/hook"}`)
-	j := decode[testJob](t, r.want(t, http.StatusCreated))
+	j := decode[apiv1.Job](t, r.want(t, http.StatusCreated))
 	if j.CallbackURL != "https://example.com/hook" {
 		t.Fatalf("callback_url %q", j.CallbackURL)
 	}

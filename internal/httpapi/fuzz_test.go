@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // FuzzEnqueueRequest sends arbitrary bytes as an enqueue body: the answer is never a 5xx, and
@@ -39,7 +41,7 @@ func FuzzEnqueueRequest(f *testing.F) {
 		var sent struct {
 			Body json.RawMessage `json:"body"`
 		}
-		var got testJob
+		var got apiv1.Job
 		if err := json.Unmarshal(body, &sent); err != nil {
 			t.Fatalf("accepted a body that does not decode: %q: %v", body, err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/metrics"
 	"github.com/delayq/delayq/internal/redistest"
 )
@@ -168,14 +169,14 @@ func (r response) want(t testing.TB, status int) response {
 }
 
 // wantError fails the test unless r is an error body with status and code.
-func (r response) wantError(t testing.TB, status int, code string) errorBody {
+func (r response) wantError(t testing.TB, status int, code string) apiv1.Error {
 	t.Helper()
 	r.want(t, status)
 	if ct := r.header.Get("Content-Type"); ct != "application/json" {
 		t.Fatalf("Content-Type %q, want application/json", ct)
 	}
 	var body struct {
-		Error errorBody `json:"error"`
+		Error apiv1.Error `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(r.body))
 	dec.DisallowUnknownFields()
@@ -198,44 +199,23 @@ func decode[T any](t testing.TB, r response) T {
 	return v
 }
 
-// testJob is a job as a client reads it.
-type testJob struct {
-	Topic         string          `json:"topic"`
-	ID            string          `json:"id"`
-	State         string          `json:"state"`
-	Body          json.RawMessage `json:"body"`
-	BodyBase64    *string         `json:"body_base64"`
-	RunAt         string          `json:"run_at"`
-	CreatedAt     string          `json:"created_at"`
-	Attempts      int             `json:"attempts"`
-	MaxRetries    int             `json:"max_retries"`
-	TTRMs         int64           `json:"ttr_ms"`
-	BackoffMs     []int64         `json:"backoff_ms"`
-	Priority      int             `json:"priority"`
-	CallbackURL   string          `json:"callback_url"`
-	LastError     string          `json:"last_error"`
-	LeaseDeadline string          `json:"lease_deadline"`
-	Lease         string          `json:"lease"`
-	DiedAt        string          `json:"died_at"`
-}
-
 // enqueue enqueues v into topic and returns the job.
-func (e *env) enqueue(topic string, v any) testJob {
+func (e *env) enqueue(topic string, v any) apiv1.Job {
 	e.t.Helper()
-	return decode[testJob](e.t, e.call("POST", "/v1/topics/"+topic+"/jobs", v).want(e.t, http.StatusCreated))
+	return decode[apiv1.Job](e.t, e.call("POST", "/v1/topics/"+topic+"/jobs", v).want(e.t, http.StatusCreated))
 }
 
 // reserve reserves with v and returns the jobs.
-func (e *env) reserve(topic string, v any) []testJob {
+func (e *env) reserve(topic string, v any) []apiv1.Job {
 	e.t.Helper()
 	r := e.call("POST", "/v1/topics/"+topic+"/reserve", v).want(e.t, http.StatusOK)
 	return decode[struct {
-		Jobs []testJob `json:"jobs"`
+		Jobs []apiv1.Job `json:"jobs"`
 	}](e.t, r).Jobs
 }
 
 // reserveOne reserves exactly one job.
-func (e *env) reserveOne(topic string, v any) testJob {
+func (e *env) reserveOne(topic string, v any) apiv1.Job {
 	e.t.Helper()
 	jobs := e.reserve(topic, v)
 	if len(jobs) != 1 {
@@ -245,9 +225,9 @@ func (e *env) reserveOne(topic string, v any) testJob {
 }
 
 // get returns a job.
-func (e *env) get(topic, id string) testJob {
+func (e *env) get(topic, id string) apiv1.Job {
 	e.t.Helper()
-	return decode[testJob](e.t, e.call("GET", "/v1/topics/"+topic+"/jobs/"+id, nil).want(e.t, http.StatusOK))
+	return decode[apiv1.Job](e.t, e.call("GET", "/v1/topics/"+topic+"/jobs/"+id, nil).want(e.t, http.StatusOK))
 }
 
 // parseTime parses an API time, which must have exactly millisecond precision in UTC.

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // Batch items are held to exact names and single keys too, each item on its own; a job's body
@@ -15,8 +17,8 @@ func TestBatchItemKeys(t *testing.T) {
 		`{"jobs": [{"Id": "a"}, {"id": "b", "id": "c"}, {"id": "d", "body": {"K": 1, "k": 2, "k": 3}}]}`)
 	res := decode[struct {
 		Results []struct {
-			Job   *testJob   `json:"job"`
-			Error *errorBody `json:"error"`
+			Job   *apiv1.Job   `json:"job"`
+			Error *apiv1.Error `json:"error"`
 		} `json:"results"`
 	}](t, r.want(t, http.StatusOK)).Results
 	if len(res) != 3 {

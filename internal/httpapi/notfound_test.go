@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // A topic nobody produced to: its stats are 404 naming the topic, its dead-letter lists and
@@ -16,7 +18,7 @@ func TestUnknownTopic(t *testing.T) {
 		t.Errorf("GET an unknown topic: message %q, want one naming the topic", body.Message)
 	}
 	dead := decode[struct {
-		Jobs []testJob `json:"jobs"`
+		Jobs []apiv1.Job `json:"jobs"`
 	}](t, e.call("GET", "/v1/topics/nosuch/dead", nil).want(t, http.StatusOK))
 	if len(dead.Jobs) != 0 {
 		t.Errorf("dead jobs of an unknown topic: %+v", dead.Jobs)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // openAPIDoc is the API's OpenAPI 3 document, served at /v1/openapi.json.
@@ -82,9 +83,8 @@ func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
 		return err
 	})
 	if err != nil {
-		a.writeJSON(w, http.StatusServiceUnavailable, struct {
-			Error errorBody `json:"error"`
-		}{errorBody{codeUnavailable, "the store does not answer: " + err.Error()}})
+		a.writeJSON(w, http.StatusServiceUnavailable, apiv1.ErrorResponse{
+			Error: apiv1.Error{Code: codeUnavailable, Message: "the store does not answer: " + err.Error()}})
 		return nil
 	}
 	a.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -112,13 +112,11 @@ func (a *api) listTopics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]topicJSON, 0, len(stats))
+	out := apiv1.TopicList{Topics: make([]apiv1.TopicStats, 0, len(stats))}
 	for i := range stats {
-		out = append(out, toTopicJSON(&stats[i]))
+		out.Topics = append(out.Topics, apiv1.NewTopicStats(&stats[i]))
 	}
-	a.writeJSON(w, http.StatusOK, struct {
-		Topics []topicJSON `json:"topics"`
-	}{out})
+	a.writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -134,6 +132,6 @@ func (a *api) getTopic(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, http.StatusOK, toTopicJSON(s))
+	a.writeJSON(w, http.StatusOK, apiv1.NewTopicStats(s))
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/redistest"
 )
 
@@ -59,14 +60,14 @@ func TestBatchWithAShardDownAnswersPerJob(t *testing.T) {
 		jobs[i] = map[string]any{"id": fmt.Sprintf("j%d", i), "delay_ms": 3600000}
 	}
 	body, _ := json.Marshal(map[string]any{"jobs": jobs})
-	post := func() (int, []batchResult) {
+	post := func() (int, []apiv1.BatchResult) {
 		resp, err := http.Post(srv.URL+"/v1/topics/half/jobs/batch", "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
 		var out struct {
-			Results []batchResult `json:"results"`
+			Results []apiv1.BatchResult `json:"results"`
 		}
 		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 			t.Fatal(err)
@@ -93,7 +94,7 @@ func TestBatchWithAShardDownAnswersPerJob(t *testing.T) {
 	// the rest is unavailable again.
 	_, again := post()
 	for i, r := range again {
-		if stored[i] && (r.Job == nil || r.Job.ID != results[i].Job.ID || r.Job.CreatedAt != results[i].Job.CreatedAt) {
+		if stored[i] && (r.Job == nil || r.Job.ID != results[i].Job.ID || !r.Job.CreatedAt.Equal(results[i].Job.CreatedAt.Time)) {
 			t.Errorf("retry, result %d: %+v, want the job the first try stored", i, r)
 		}
 		if !stored[i] && (r.Error == nil || r.Error.Code != codeUnavailable) {

@@ -2,11 +2,11 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // topicParam returns the {topic} path value, validated.
@@ -31,7 +31,7 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var q enqueueRequest
+	var q apiv1.EnqueueRequest
 	if err := readJSON(w, r, a.jobBytes, &q, false); err != nil {
 		return err
 	}
@@ -51,29 +51,18 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if job.CallbackURL != "" && a.pushed != nil {
 		a.pushed(topic)
 	}
-	a.writeJSON(w, http.StatusCreated, toJobJSON(job))
+	a.writeJSON(w, http.StatusCreated, apiv1.NewJob(job))
 	return nil
 }
 
-// batchRequest is the body of a batch enqueue. Items are decoded one by one, so that a bad
-// item fails alone.
-type batchRequest struct {
-	Jobs []json.RawMessage `json:"jobs"`
-}
-
-// batchResult is one item of a batch response: the job, or why it was not added.
-type batchResult struct {
-	Job   *jobJSON   `json:"job,omitempty"`
-	Error *errorBody `json:"error,omitempty"`
-}
-
-// enqueueBatch is POST /v1/topics/{topic}/jobs/batch.
+// enqueueBatch is POST /v1/topics/{topic}/jobs/batch. Items are decoded one by one, so that a
+// bad item fails alone.
 func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 	topic, err := topicParam(r)
 	if err != nil {
 		return err
 	}
-	var q batchRequest
+	var q apiv1.BatchRequest
 	if err := readJSON(w, r, a.batchBytes, &q, false); err != nil {
 		return err
 	}
@@ -82,12 +71,12 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	results := make([]batchResult, len(q.Jobs))
+	results := make([]apiv1.BatchResult, len(q.Jobs))
 	var specs []delayq.Spec
 	var origin []int
 	cb := a.newCallbackChecker()
 	for i, raw := range q.Jobs {
-		var item enqueueRequest
+		var item apiv1.EnqueueRequest
 		err := decodeStrict(raw, &item)
 		var s delayq.Spec
 		if err == nil {
@@ -114,7 +103,7 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 				results[i].Error = a.itemError(r, br.Err)
 				continue
 			}
-			results[i].Job = toJobJSON(br.Job)
+			results[i].Job = apiv1.NewJob(br.Job)
 			added++
 			pushed = pushed || br.Job.CallbackURL != ""
 		}
@@ -125,9 +114,7 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 			a.m.Enqueued.WithLabelValues(topic).Add(float64(added))
 		}
 	}
-	a.writeJSON(w, http.StatusOK, struct {
-		Results []batchResult `json:"results"`
-	}{results})
+	a.writeJSON(w, http.StatusOK, apiv1.BatchResponse{Results: results})
 	return nil
 }
 
@@ -143,7 +130,7 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, http.StatusOK, toJobJSON(job))
+	a.writeJSON(w, http.StatusOK, apiv1.NewJob(job))
 	return nil
 }
 
@@ -165,19 +152,13 @@ func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// rescheduleRequest is the body of PATCH /v1/topics/{topic}/jobs/{id}: one of its fields.
-type rescheduleRequest struct {
-	DelayMs *int64  `json:"delay_ms"`
-	RunAt   *string `json:"run_at"`
-}
-
 // reschedule is PATCH /v1/topics/{topic}/jobs/{id}.
 func (a *api) reschedule(w http.ResponseWriter, r *http.Request) error {
 	topic, id, err := jobParams(r)
 	if err != nil {
 		return err
 	}
-	var q rescheduleRequest
+	var q apiv1.RescheduleRequest
 	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
 		return err
 	}
@@ -209,6 +190,6 @@ func (a *api) reschedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.writeJSON(w, http.StatusOK, toJobJSON(job))
+	a.writeJSON(w, http.StatusOK, apiv1.NewJob(job))
 	return nil
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // flushThenWait is a ResponseWriter whose Flush sends the answer, then returns only once the
@@ -57,7 +59,7 @@ func TestReserveOfAClientThatReadAndLeftKeepsTheLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Jobs []testJob `json:"jobs"`
+		Jobs []apiv1.Job `json:"jobs"`
 	}
 	err = json.NewDecoder(resp.Body).Decode(&got)
 	conn.Close() // the answer is read: hang up, as a one-shot client does

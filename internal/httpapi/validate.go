@@ -3,27 +3,13 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
-
-// enqueueRequest is one job to enqueue; nil fields were not given.
-type enqueueRequest struct {
-	ID          *string         `json:"id"`
-	Body        json.RawMessage `json:"body"`
-	BodyBase64  *string         `json:"body_base64"`
-	DelayMs     *int64          `json:"delay_ms"`
-	RunAt       *string         `json:"run_at"`
-	TTRMs       *int64          `json:"ttr_ms"`
-	MaxRetries  *int64          `json:"max_retries"`
-	BackoffMs   []int64         `json:"backoff_ms"`
-	Priority    *int64          `json:"priority"`
-	CallbackURL *string         `json:"callback_url"`
-}
 
 // maxBackoffSteps bounds backoff_ms, as the library does.
 const maxBackoffSteps = 100
@@ -53,7 +39,7 @@ func (c *callbackChecker) check(ctx context.Context, raw string) error {
 // spec validates q against the limits, in the API's field names and units, and converts it.
 // It refuses what the library would refuse, so that a bad job is refused before the store is
 // touched (a first job would otherwise register its topic).
-func (a *api) spec(ctx context.Context, q *enqueueRequest, cb *callbackChecker) (delayq.Spec, error) {
+func (a *api) spec(ctx context.Context, q *apiv1.EnqueueRequest, cb *callbackChecker) (delayq.Spec, error) {
 	l := a.lim
 	var s delayq.Spec
 	if q.ID != nil {

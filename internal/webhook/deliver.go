@@ -3,8 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
 )
 
 // maxResponse bounds how much of a receiver's answer is read (and thrown away), so that
@@ -24,9 +23,6 @@ const maxResponse = 64 << 10
 
 // userAgent identifies delayq to receivers.
 const userAgent = "delayq"
-
-// timeFormat is the API's time format: RFC 3339, UTC, milliseconds.
-const timeFormat = "2006-01-02T15:04:05.000Z"
 
 // Outcomes of one delivery attempt, the outcome label of the webhook metric.
 const (
@@ -39,41 +35,9 @@ const (
 	outcomeError     = "error"      // anything else (DNS, TLS, reset…): retried
 )
 
-// payload is the JSON body POSTed to a callback.
-type payload struct {
-	Topic      string          `json:"topic"`
-	ID         string          `json:"id"`
-	Body       json.RawMessage `json:"body,omitempty"`
-	BodyBase64 *string         `json:"body_base64,omitempty"`
-	Attempt    int             `json:"attempt"`
-	RunAt      string          `json:"run_at"`
-}
-
-// encodePayload returns the request body for job: its body as raw JSON when it was given as
-// JSON, else as base64.
+// encodePayload returns the request body that delivers job.
 func encodePayload(job *delayq.Job) ([]byte, error) {
-	p := payload{
-		Topic:   job.Topic,
-		ID:      job.ID,
-		Attempt: job.Attempts,
-		RunAt:   job.RunAt.UTC().Format(timeFormat),
-	}
-	switch {
-	case job.Format == delayq.FormatJSON && json.Valid(job.Body):
-		p.Body = job.Body
-	case len(job.Body) == 0:
-		// A job without a payload is delivered with neither body nor body_base64.
-	default:
-		b64 := base64.StdEncoding.EncodeToString(job.Body)
-		p.BodyBase64 = &b64
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	return apiv1.Marshal(apiv1.NewWebhookPayload(job))
 }
 
 // post makes one delivery attempt of job and returns its outcome and the error to end the

@@ -13,6 +13,7 @@ import (
 
 	"github.com/delayq/delayq"
 
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -37,7 +38,7 @@ func TestDeliverOnTime(t *testing.T) {
 	d := got[0]
 
 	// Never early by the Redis clock, and on time.
-	runAt, err := time.Parse(timeFormat, d.str(t, "run_at"))
+	runAt, err := time.Parse(apiv1.TimeLayout, d.str(t, "run_at"))
 	if err != nil {
 		t.Fatalf("run_at: %v", err)
 	}

@@ -164,7 +164,6 @@ func mustSecret(t testing.TB, s string) []byte {
 	return key
 }
 
-
 // delivery is one request a receiver got.
 type delivery struct {
 	path    string

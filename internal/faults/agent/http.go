@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/apiclient"
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/faults"
 )
 
@@ -108,7 +109,7 @@ func httpWork(ctx context.Context, o *options, log *faults.Log) error {
 	return nil
 }
 
-func httpHandle(o *options, api *apiclient.Client, j *apiclient.Job, log *faults.Log) {
+func httpHandle(o *options, api *apiclient.Client, j *apiv1.Job, log *faults.Log) {
 	e := faults.Event{Kind: faults.Delivered, ID: j.ID, Attempt: j.Attempts, Lease: j.Lease, RunAt: j.RunAt.UnixMilli()}
 	if j.LeaseDeadline != nil {
 		e.Reserved = j.LeaseDeadline.Add(-time.Duration(j.TTRMs) * time.Millisecond).UnixMilli()
@@ -147,12 +148,7 @@ func webhook(ctx context.Context, o *options, log *faults.Log) error {
 		ReadHeaderTimeout: 5 * time.Second,
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			got := time.Now().UnixMilli()
-			var p struct {
-				ID      string          `json:"id"`
-				Body    json.RawMessage `json:"body"`
-				Attempt int             `json:"attempt"`
-				RunAt   apiclient.Time  `json:"run_at"`
-			}
+			var p apiv1.WebhookPayload
 			data, err := io.ReadAll(r.Body)
 			if err == nil {
 				err = json.Unmarshal(data, &p)

@@ -1,0 +1,49 @@
+package apiv1
+
+// ReserveRequest is the body of a reserve; nil fields take the server's defaults.
+type ReserveRequest struct {
+	// Max is the most jobs to lease; defaults to 1.
+	Max *int64 `json:"max,omitempty"`
+	// MaxBytes bounds the jobs' total size (an extension); at least one job is returned.
+	MaxBytes *int64 `json:"max_bytes,omitempty"`
+	// WaitMs is how long to wait for a job to become due (a long poll).
+	WaitMs *int64 `json:"wait_ms,omitempty"`
+	// TTRMs overrides each job's lease length.
+	TTRMs *int64 `json:"ttr_ms,omitempty"`
+}
+
+// ReserveResponse is the answer to a reserve: the leased jobs, each with its Lease; never null.
+type ReserveResponse struct {
+	Jobs []*Job `json:"jobs"`
+}
+
+// LeaseRequest is the body of an ack or a release.
+type LeaseRequest struct {
+	// Lease is the token that reserve returned with the job. Required.
+	Lease *string `json:"lease,omitempty"`
+}
+
+// NackRequest is the body of a nack.
+type NackRequest struct {
+	// Lease is the token that reserve returned with the job. Required.
+	Lease *string `json:"lease,omitempty"`
+	// Error is kept as the job's last_error.
+	Error *string `json:"error,omitempty"`
+	// DelayMs, when given, is the wait before the retry instead of the job's backoff step.
+	DelayMs *int64 `json:"delay_ms,omitempty"`
+	// Dead, when true, sends the job to the dead letters at once.
+	Dead *bool `json:"dead,omitempty"`
+}
+
+// TouchRequest is the body of a touch.
+type TouchRequest struct {
+	// Lease is the token that reserve returned with the job. Required.
+	Lease *string `json:"lease,omitempty"`
+	// TTRMs is the lease's new length from now; nil: the job's TTR.
+	TTRMs *int64 `json:"ttr_ms,omitempty"`
+}
+
+// TouchResponse is the answer to a touch.
+type TouchResponse struct {
+	LeaseDeadline Time `json:"lease_deadline"`
+}

@@ -1,0 +1,48 @@
+package apiv1
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+)
+
+// Job is a job as the API returns it: from an enqueue, a get, a reserve or a listing.
+type Job struct {
+	Topic string `json:"topic"`
+	ID    string `json:"id"`
+	// State is delayed, ready, reserved or dead.
+	State string `json:"state"`
+	// Body is a JSON payload, as the producer sent it; nil for a binary payload or none.
+	Body json.RawMessage `json:"body,omitempty"`
+	// BodyBase64 is a binary payload in standard base64; nil for a JSON payload or none.
+	BodyBase64 *string `json:"body_base64,omitempty"`
+	RunAt      Time    `json:"run_at"`
+	CreatedAt  Time    `json:"created_at"`
+	// Attempts counts the deliveries so far.
+	Attempts   int   `json:"attempts"`
+	MaxRetries int   `json:"max_retries"`
+	TTRMs      int64 `json:"ttr_ms"`
+	// BackoffMs is the job's retry schedule, the default one included (an extension); the
+	// server always writes it.
+	BackoffMs     []int64 `json:"backoff_ms"`
+	Priority      int     `json:"priority"`
+	CallbackURL   string  `json:"callback_url,omitempty"`
+	LastError     string  `json:"last_error,omitempty"`
+	LeaseDeadline *Time   `json:"lease_deadline,omitempty"`
+	// Lease is the token to ack, nack, touch or release a job; only a reserve returns it.
+	Lease string `json:"lease,omitempty"`
+	// DiedAt is when the job went dead (an extension).
+	DiedAt *Time `json:"died_at,omitempty"`
+}
+
+// Payload returns the job's body bytes: the JSON text, or the decoded binary payload.
+func (j *Job) Payload() ([]byte, error) {
+	if j.BodyBase64 != nil {
+		b, err := base64.StdEncoding.DecodeString(*j.BodyBase64)
+		if err != nil {
+			return nil, fmt.Errorf("apiv1: body_base64 of job %s: %w", j.ID, err)
+		}
+		return b, nil
+	}
+	return j.Body, nil
+}
