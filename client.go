@@ -30,7 +30,10 @@ type Limits struct {
 	MaxRetries int           // Defaults to 1000.
 	MaxBatch   int           // Defaults to 1000 jobs.
 	MaxReserve int           // Defaults to 1000 jobs.
-	MaxWait    time.Duration // Defaults to 60s.
+	// MaxReserveBytes bounds ReserveOptions.MaxBytes: a reply is built in memory. Defaults to
+	// 256 MiB.
+	MaxReserveBytes int64
+	MaxWait         time.Duration // Defaults to 60s.
 }
 
 // WithDefaults returns l with its zero fields set to the defaults.
@@ -57,6 +60,9 @@ func (l *Limits) setDefaults() {
 	set(&l.MaxRetries, 1000)
 	set(&l.MaxBatch, 1000)
 	set(&l.MaxReserve, 1000)
+	if l.MaxReserveBytes == 0 {
+		l.MaxReserveBytes = 256 << 20
+	}
 	setD(&l.MaxWait, 60*time.Second)
 }
 

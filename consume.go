@@ -30,6 +30,34 @@ type ReserveOptions struct {
 	push bool
 }
 
+func (o ReserveOptions) withDefaults() ReserveOptions {
+	if o.Max == 0 {
+		o.Max = 1
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultReserveBytes
+	}
+	return o
+}
+
+// Validate reports whether a Client with limits l would take o, as an *InvalidError naming the
+// first wrong field.
+func (o ReserveOptions) Validate(l Limits) error {
+	l = l.WithDefaults()
+	o = o.withDefaults()
+	switch {
+	case o.Max < 1 || o.Max > l.MaxReserve:
+		return invalid("max", "%d is outside 1 to %d", o.Max, l.MaxReserve)
+	case o.MaxBytes < 1 || o.MaxBytes > l.MaxReserveBytes:
+		return invalid("max_bytes", "%d is outside 1 to %d", o.MaxBytes, l.MaxReserveBytes)
+	case o.Wait < 0 || o.Wait > l.MaxWait:
+		return invalid("wait", "%s is outside 0 to %s", ms(o.Wait), ms(l.MaxWait))
+	case o.TTR != 0 && (o.TTR < l.MinTTR || o.TTR > l.MaxTTR):
+		return invalid("ttr", "%s is outside %s to %s", ms(o.TTR), ms(l.MinTTR), ms(l.MaxTTR))
+	}
+	return nil
+}
+
 // DefaultReserveBytes is the default ReserveOptions.MaxBytes.
 const DefaultReserveBytes = 16 << 20
 
@@ -44,23 +72,10 @@ const DefaultReserveBytes = 16 << 20
 // due in time. When ctx ends while jobs are being leased, they are put back at once, their
 // attempt not counted, and Reserve returns ctx's error: a job is never leased to nobody.
 func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([]*Job, error) {
-	if o.Max == 0 {
-		o.Max = 1
+	if err := o.Validate(c.cfg.Limits); err != nil {
+		return nil, err
 	}
-	if o.MaxBytes == 0 {
-		o.MaxBytes = DefaultReserveBytes
-	}
-	l := c.cfg.Limits
-	switch {
-	case o.Max < 1 || o.Max > l.MaxReserve:
-		return nil, invalid("max", "%d is outside 1 to %d", o.Max, l.MaxReserve)
-	case o.MaxBytes < 1:
-		return nil, invalid("max_bytes", "%d is below 1", o.MaxBytes)
-	case o.Wait < 0 || o.Wait > l.MaxWait:
-		return nil, invalid("wait", "%v is outside 0 to %v", o.Wait, l.MaxWait)
-	case o.TTR != 0 && (o.TTR < l.MinTTR || o.TTR > l.MaxTTR):
-		return nil, invalid("ttr", "%v is outside %v to %v", o.TTR, l.MinTTR, l.MaxTTR)
-	}
+	o = o.withDefaults()
 	t, lane, err := c.consumerState(ctx, topic, o.push)
 	if err != nil {
 		return nil, err

@@ -163,7 +163,7 @@ func (c *Client) Cancel(ctx context.Context, topic, id string) error {
 // A reserved or dead job is ErrWrongState.
 func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Duration) (*Job, error) {
 	if delay < 0 || delay > c.cfg.Limits.MaxDelay {
-		return nil, invalid("delay", "%v is outside 0 to %v", delay, c.cfg.Limits.MaxDelay)
+		return nil, invalid("delay", "%s is outside 0 to %s", ms(delay), ms(c.cfg.Limits.MaxDelay))
 	}
 	return c.reschedule(ctx, topic, id, true, delay.Milliseconds())
 }
@@ -171,18 +171,21 @@ func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Du
 // RescheduleAt makes a delayed or ready job due at t; a past t means due now.
 // A reserved or dead job is ErrWrongState.
 func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time) (*Job, error) {
-	if t.UnixMilli() <= 0 || time.Until(t) > c.cfg.Limits.MaxDelay {
-		return nil, invalid("run_at", "%v is outside 1970 to now+%v", t, c.cfg.Limits.MaxDelay)
+	if t.UnixMilli() <= 0 {
+		return nil, invalid("run_at", "%s is not after 1970-01-01", t.Format(time.RFC3339Nano))
+	}
+	if time.Until(t) > c.cfg.Limits.MaxDelay {
+		return nil, invalid("run_at", "%s is more than %s ahead", t.Format(time.RFC3339Nano), ms(c.cfg.Limits.MaxDelay))
 	}
 	return c.reschedule(ctx, topic, id, false, t.UnixMilli())
 }
 
-func (c *Client) reschedule(ctx context.Context, topic, id string, relative bool, ms int64) (*Job, error) {
+func (c *Client) reschedule(ctx context.Context, topic, id string, relative bool, at int64) (*Job, error) {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
 		return nil, jobNotFound(err, topic, id)
 	}
-	r, err := c.store.Reschedule(ctx, p, id, relative, ms)
+	r, err := c.store.Reschedule(ctx, p, id, relative, at)
 	if err != nil {
 		return nil, jobNotFound(err, topic, id)
 	}

@@ -306,3 +306,24 @@ func TestSpecValidate(t *testing.T) {
 		t.Errorf("a short TTR: %v, want ErrInvalid alone", err)
 	}
 }
+
+func TestReserveOptionsValidate(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		o     ReserveOptions
+		field string
+	}{
+		{ReserveOptions{}, ""},
+		{ReserveOptions{Max: 1000, MaxBytes: 256 << 20, Wait: time.Minute, TTR: time.Hour}, ""},
+		{ReserveOptions{Max: 1001}, "max"},
+		{ReserveOptions{MaxBytes: 256<<20 + 1}, "max_bytes"},
+		{ReserveOptions{Wait: -time.Millisecond}, "wait"},
+		{ReserveOptions{TTR: time.Millisecond}, "ttr"},
+	} {
+		err := tt.o.Validate(Limits{})
+		var inv *InvalidError
+		if tt.field == "" && err != nil || tt.field != "" && (!errors.As(err, &inv) || inv.Field != tt.field) {
+			t.Errorf("%+v: %v, want an error on %q", tt.o, err, tt.field)
+		}
+	}
+}

@@ -10,9 +10,6 @@ import (
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
-// maxReserveBytes bounds a reserve's max_bytes: a reply is built in memory.
-const maxReserveBytes = 256 << 20
-
 // reserve is POST /v1/topics/{topic}/reserve. An empty body takes every default. The wait
 // ends early when the client goes away, and jobs leased for a client that went away before
 // its answer was written are put back at once, their attempt not counted. The extension
@@ -26,31 +23,12 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	if err := readJSON(w, r, smallBytes, &q, true); err != nil {
 		return err
 	}
-	l := a.lim
-	o := delayq.ReserveOptions{Max: 1}
-	if q.Max != nil {
-		if err := inRange("max", *q.Max, 1, int64(l.MaxReserve)); err != nil {
-			return err
-		}
-		o.Max = int(*q.Max)
+	o, err := reserveOptions(&q)
+	if err != nil {
+		return err
 	}
-	if q.MaxBytes != nil {
-		if err := inRange("max_bytes", *q.MaxBytes, 1, maxReserveBytes); err != nil {
-			return err
-		}
-		o.MaxBytes = *q.MaxBytes
-	}
-	if q.WaitMs != nil {
-		if err := inRange("wait_ms", *q.WaitMs, 0, l.MaxWait.Milliseconds()); err != nil {
-			return err
-		}
-		o.Wait = ms(*q.WaitMs)
-	}
-	if q.TTRMs != nil {
-		if err := inRange("ttr_ms", *q.TTRMs, l.MinTTR.Milliseconds(), l.MaxTTR.Milliseconds()); err != nil {
-			return err
-		}
-		o.TTR = ms(*q.TTRMs)
+	if err := o.Validate(a.lim); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), o.Wait+a.timeout)
 	defer cancel()
@@ -85,6 +63,36 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 		a.putBack(r, jobs)
 	}
 	return nil
+}
+
+// reserveOptions reads q; the library checks the ranges. A count given as 0, which the library
+// reads as "the default", is refused.
+func reserveOptions(q *apiv1.ReserveRequest) (delayq.ReserveOptions, error) {
+	o := delayq.ReserveOptions{Max: 1}
+	var err error
+	if q.Max != nil {
+		if *q.Max == 0 {
+			return o, invalidf("max", "0 jobs: leave the field out for one")
+		}
+		o.Max = int(*q.Max)
+	}
+	if q.MaxBytes != nil {
+		if *q.MaxBytes == 0 {
+			return o, invalidf("max_bytes", "0 bytes: leave the field out for the default")
+		}
+		o.MaxBytes = *q.MaxBytes
+	}
+	if q.WaitMs != nil {
+		if o.Wait, err = duration("wait_ms", *q.WaitMs); err != nil {
+			return o, err
+		}
+	}
+	if q.TTRMs != nil {
+		if o.TTR, err = leaseLength("ttr_ms", *q.TTRMs); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // putBack releases the leases of jobs whose answer never reached the client, so that they are
@@ -166,10 +174,10 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 	}
 	var o delayq.NackOptions
 	if q.DelayMs != nil {
-		if err := inRange("delay_ms", *q.DelayMs, 0, a.lim.MaxDelay.Milliseconds()); err != nil {
+		d, err := duration("delay_ms", *q.DelayMs)
+		if err != nil {
 			return err
 		}
-		d := ms(*q.DelayMs)
 		o.Delay = &d
 	}
 	if q.Error != nil {
@@ -212,10 +220,9 @@ func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
 	}
 	var ttr time.Duration
 	if q.TTRMs != nil {
-		if err := inRange("ttr_ms", *q.TTRMs, a.lim.MinTTR.Milliseconds(), a.lim.MaxTTR.Milliseconds()); err != nil {
+		if ttr, err = leaseLength("ttr_ms", *q.TTRMs); err != nil {
 			return err
 		}
-		ttr = ms(*q.TTRMs)
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()

@@ -26,10 +26,7 @@ func (a *api) listDead(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return invalidf("limit", "%q is not an integer", query.Get("limit"))
 		}
-		if err := inRange("limit", n, 1, int64(a.lim.MaxReserve)); err != nil {
-			return err
-		}
-		limit = int(n)
+		limit = int(n) // the library checks the range
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -81,7 +82,11 @@ func classify(err error) (body apiv1.Error, internal bool) {
 	}
 	var inv *delayq.InvalidError
 	if errors.As(err, &inv) {
-		return apiv1.Error{Code: codeInvalid, Message: fmt.Sprintf("invalid %s: %s", inv.Field, inv.Reason)}, false
+		code := codeInvalid
+		if errors.Is(err, delayq.ErrTooLarge) {
+			code = codeTooLarge
+		}
+		return apiv1.Error{Code: code, Message: fmt.Sprintf("invalid %s: %s", wireField(inv.Field), inv.Reason)}, false
 	}
 	if errors.Is(err, delayq.ErrInvalid) {
 		return apiv1.Error{Code: codeInvalid, Message: err.Error()}, false
@@ -140,4 +145,20 @@ func (a *api) itemError(r *http.Request, err error) *apiv1.Error {
 // invalidf returns the library's validation error for field.
 func invalidf(field, format string, args ...any) error {
 	return &delayq.InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// wireFields names the library's fields as the API does, where the two differ.
+var wireFields = map[string]string{"delay": "delay_ms", "ttr": "ttr_ms", "wait": "wait_ms", "backoff": "backoff_ms"}
+
+// wireField returns the API's name of a library field: delay is delay_ms, backoff[2] is
+// backoff_ms[2].
+func wireField(field string) string {
+	name, index, _ := strings.Cut(field, "[")
+	if w, ok := wireFields[name]; ok {
+		name = w
+	}
+	if index != "" {
+		return name + "[" + index
+	}
+	return name
 }

@@ -98,7 +98,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	a := &api{
 		c:       cfg.Client,
-		lim:     withDefaults(cfg.Limits),
+		lim:     cfg.Limits.WithDefaults(),
 		m:       cfg.Metrics,
 		reg:     cfg.Registry,
 		check:   cfg.CheckCallback,
@@ -137,31 +137,6 @@ func New(cfg Config) (http.Handler, error) {
 		a.mux.Handle(rt.pattern(), a.wrap(rt.handle))
 	}
 	return a, nil
-}
-
-// withDefaults fills the zero fields of l as delayq.New does.
-func withDefaults(l delayq.Limits) delayq.Limits {
-	def := func(v, d int) int {
-		if v == 0 {
-			return d
-		}
-		return v
-	}
-	defD := func(v, d time.Duration) time.Duration {
-		if v == 0 {
-			return d
-		}
-		return v
-	}
-	l.MaxBody = def(l.MaxBody, 1<<20)
-	l.MaxDelay = defD(l.MaxDelay, 10*365*24*time.Hour)
-	l.MinTTR = defD(l.MinTTR, 100*time.Millisecond)
-	l.MaxTTR = defD(l.MaxTTR, 24*time.Hour)
-	l.MaxRetries = def(l.MaxRetries, 1000)
-	l.MaxBatch = def(l.MaxBatch, 1000)
-	l.MaxReserve = def(l.MaxReserve, 1000)
-	l.MaxWait = defD(l.MaxWait, 60*time.Second)
-	return l
 }
 
 // jobOverhead is room in an enqueue request for everything but the body: id, times, backoff

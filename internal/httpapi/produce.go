@@ -168,12 +168,11 @@ func (a *api) reschedule(w http.ResponseWriter, r *http.Request) error {
 	case q.DelayMs != nil && q.RunAt != nil:
 		return invalidf("run_at", "give delay_ms or run_at, not both")
 	case q.DelayMs != nil:
-		if err := inRange("delay_ms", *q.DelayMs, 0, a.lim.MaxDelay.Milliseconds()); err != nil {
+		if delay, err = duration("delay_ms", *q.DelayMs); err != nil {
 			return err
 		}
-		delay = ms(*q.DelayMs)
 	case q.RunAt != nil:
-		if at, err = parseRunAt(*q.RunAt, a.lim.MaxDelay); err != nil {
+		if at, err = parseRunAt(*q.RunAt); err != nil {
 			return err
 		}
 	default:

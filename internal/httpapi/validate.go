@@ -4,15 +4,19 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/http"
+	"math"
 	"time"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
-// maxBackoffSteps bounds backoff_ms, as the library does.
-const maxBackoffSteps = 100
+// The limits of a job and of each call are the library's: the library checks them and names the
+// wrong field (Spec.Validate, ReserveOptions, Nack, Touch, Reschedule), and classify turns its
+// errors into 400s and 413s in the API's field names (wireField). What is checked here is what
+// only the wire form shows: a field given twice over (body and body_base64, delay_ms and
+// run_at), text that is not base64 or RFC 3339, a number no time.Duration can hold, and an
+// explicit value that the library reads as "the default" (an empty id, a ttr_ms of 0).
 
 // callbackChecker vets callback URLs for one request, asking about each URL once.
 type callbackChecker struct {
@@ -36,15 +40,31 @@ func (c *callbackChecker) check(ctx context.Context, raw string) error {
 	return err
 }
 
-// spec validates q against the limits, in the API's field names and units, and converts it.
-// It refuses what the library would refuse, so that a bad job is refused before the store is
+// spec converts q into a Spec that the library has validated against the server's limits, and
+// that the server's callback policy accepts; so a bad job is refused before the store is
 // touched (a first job would otherwise register its topic).
 func (a *api) spec(ctx context.Context, q *apiv1.EnqueueRequest, cb *callbackChecker) (delayq.Spec, error) {
-	l := a.lim
+	s, err := specOf(q)
+	if err != nil {
+		return s, err
+	}
+	if err := s.Validate(a.lim); err != nil {
+		return s, err
+	}
+	if q.CallbackURL != nil {
+		if err := a.checkCallbackPolicy(ctx, *q.CallbackURL, cb); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// specOf reads q into a Spec, refusing only what the wire form alone decides.
+func specOf(q *apiv1.EnqueueRequest) (delayq.Spec, error) {
 	var s delayq.Spec
 	if q.ID != nil {
-		if err := delayq.ValidateID(*q.ID); err != nil {
-			return s, err
+		if *q.ID == "" { // the library makes an id for an empty one
+			return s, delayq.ValidateID("")
 		}
 		s.ID = *q.ID
 	}
@@ -60,100 +80,80 @@ func (a *api) spec(ctx context.Context, q *apiv1.EnqueueRequest, cb *callbackChe
 		}
 		s.Body, s.Format = b, delayq.FormatBinary
 	}
-	if len(s.Body) > l.MaxBody {
-		return s, &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
-			msg: fmt.Sprintf("the job body is %d bytes, over the limit of %d", len(s.Body), l.MaxBody)}
-	}
-	maxDelayMs := l.MaxDelay.Milliseconds()
-	if q.DelayMs != nil {
-		if q.RunAt != nil {
-			return s, invalidf("run_at", "give delay_ms or run_at, not both")
-		}
-		if err := inRange("delay_ms", *q.DelayMs, 0, maxDelayMs); err != nil {
+	var err error
+	switch {
+	case q.DelayMs != nil && q.RunAt != nil:
+		return s, invalidf("run_at", "give delay_ms or run_at, not both")
+	case q.DelayMs != nil:
+		if s.Delay, err = duration("delay_ms", *q.DelayMs); err != nil {
 			return s, err
 		}
-		s.Delay = ms(*q.DelayMs)
-	}
-	if q.RunAt != nil {
-		t, err := parseRunAt(*q.RunAt, l.MaxDelay)
-		if err != nil {
+	case q.RunAt != nil:
+		if s.RunAt, err = parseRunAt(*q.RunAt); err != nil {
 			return s, err
 		}
-		s.RunAt = t
 	}
 	if q.TTRMs != nil {
-		if err := inRange("ttr_ms", *q.TTRMs, l.MinTTR.Milliseconds(), l.MaxTTR.Milliseconds()); err != nil {
+		if s.TTR, err = leaseLength("ttr_ms", *q.TTRMs); err != nil {
 			return s, err
 		}
-		s.TTR = ms(*q.TTRMs)
 	}
 	if q.MaxRetries != nil {
-		if err := inRange("max_retries", *q.MaxRetries, 0, int64(l.MaxRetries)); err != nil {
-			return s, err
-		}
 		s.MaxRetries, s.NoRetries = int(*q.MaxRetries), *q.MaxRetries == 0
 	}
 	if q.BackoffMs != nil {
-		if len(q.BackoffMs) == 0 || len(q.BackoffMs) > maxBackoffSteps {
-			return s, invalidf("backoff_ms", "must have 1 to %d steps, got %d", maxBackoffSteps, len(q.BackoffMs))
-		}
 		s.Backoff = make([]time.Duration, len(q.BackoffMs))
 		for i, step := range q.BackoffMs {
-			if err := inRange(fmt.Sprintf("backoff_ms[%d]", i), step, 0, maxDelayMs); err != nil {
+			if s.Backoff[i], err = duration(fmt.Sprintf("backoff_ms[%d]", i), step); err != nil {
 				return s, err
 			}
-			s.Backoff[i] = ms(step)
 		}
 	}
 	if q.Priority != nil {
-		if err := inRange("priority", *q.Priority, -delayq.MaxPriority, delayq.MaxPriority); err != nil {
-			return s, err
-		}
 		s.Priority = int(*q.Priority)
 	}
 	if q.CallbackURL != nil {
-		if err := a.checkCallbackURL(ctx, *q.CallbackURL, cb); err != nil {
-			return s, err
-		}
 		s.CallbackURL = *q.CallbackURL
 	}
 	return s, nil
 }
 
-// checkCallbackURL refuses callback URLs while push delivery is disabled, and otherwise URLs
-// that are not http or https or that the operator's check refuses.
-func (a *api) checkCallbackURL(ctx context.Context, raw string, cb *callbackChecker) error {
+// checkCallbackPolicy refuses callback URLs while push delivery is disabled, and URLs that
+// the operator's check refuses (private addresses, say).
+func (a *api) checkCallbackPolicy(ctx context.Context, raw string, cb *callbackChecker) error {
 	if a.check == nil {
 		return invalidf("callback_url", "push delivery is disabled on this server: a webhook secret must be configured to accept jobs with a callback_url")
-	}
-	if err := delayq.ValidateCallbackURL(raw); err != nil {
-		return err
 	}
 	return cb.check(ctx, raw)
 }
 
-// parseRunAt reads an RFC 3339 time from 1970 to now+maxDelay; a past time means due now.
-func parseRunAt(v string, maxDelay time.Duration) (time.Time, error) {
+// parseRunAt reads an RFC 3339 time. Its range is the library's to check; the zero time,
+// which the library reads as "not given", is refused here.
+func parseRunAt(v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		return time.Time{}, invalidf("run_at", "%q is not an RFC 3339 time like 2026-11-22T10:00:00.123Z", v)
 	}
-	if t.UnixMilli() <= 0 {
+	if t.IsZero() {
 		return time.Time{}, invalidf("run_at", "%s is not after 1970-01-01", v)
-	}
-	if time.Until(t) > maxDelay {
-		return time.Time{}, invalidf("run_at", "%s is more than %d ms ahead", v, maxDelay.Milliseconds())
 	}
 	return t, nil
 }
 
-// inRange checks lo <= v <= hi.
-func inRange(field string, v, lo, hi int64) error {
-	if v < lo || v > hi {
-		return invalidf(field, "%d is outside %d to %d", v, lo, hi)
+// duration converts a count of milliseconds into a Duration, refusing counts no Duration can
+// hold (about 292 years either way); the library checks the range.
+func duration(field string, n int64) (time.Duration, error) {
+	const most = math.MaxInt64 / int64(time.Millisecond)
+	if n > most || n < -most {
+		return 0, invalidf(field, "%d ms is out of range", n)
 	}
-	return nil
+	return time.Duration(n) * time.Millisecond, nil
 }
 
-// ms converts a count of milliseconds, already checked against a limit, into a Duration.
-func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+// leaseLength is duration for a lease length, where the library reads 0 as "the default".
+func leaseLength(field string, n int64) (time.Duration, error) {
+	if n == 0 {
+		return 0, invalidf(field, "0 ms is not a lease length: leave the field out for the default")
+	}
+	return duration(field, n)
+}
