@@ -107,32 +107,33 @@ func (a *api) putBack(r *http.Request, jobs []*delayq.Job) {
 	}
 }
 
-// checkLease requires a lease token.
-func checkLease(lease *string) (string, error) {
-	if lease == nil || *lease == "" {
-		return "", invalidf("lease", "is required: the token that reserve returned")
+// readLease reads the body of a request about the job in r's path into q, whose lease token
+// field is token, and returns the lease it names.
+func readLease(w http.ResponseWriter, r *http.Request, q any, token **string) (delayq.Lease, error) {
+	topic, id, err := jobParams(r)
+	if err != nil {
+		return delayq.Lease{}, err
 	}
-	return *lease, nil
+	if err := readJSON(w, r, smallBytes, q, false); err != nil {
+		return delayq.Lease{}, err
+	}
+	if *token == nil || **token == "" {
+		return delayq.Lease{}, invalidf("lease", "is required: the token that reserve returned")
+	}
+	return delayq.Lease{Topic: topic, ID: id, Token: **token}, nil
 }
 
 // withLease reads the {"lease": ...} body of a request about the job in r's path and runs op
-// on that job and lease. It returns the topic.
+// on that lease. It returns the topic.
 func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx context.Context, l delayq.Lease) error) (string, error) {
-	topic, id, err := jobParams(r)
-	if err != nil {
-		return "", err
-	}
 	var q apiv1.LeaseRequest
-	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
-		return "", err
-	}
-	lease, err := checkLease(q.Lease)
+	l, err := readLease(w, r, &q, &q.Lease)
 	if err != nil {
 		return "", err
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	return topic, boundedErr(ctx, func(ctx context.Context) error { return op(ctx, delayq.Lease{Topic: topic, ID: id, Token: lease}) })
+	return l.Topic, boundedErr(ctx, func(ctx context.Context) error { return op(ctx, l) })
 }
 
 // ack is POST /v1/topics/{topic}/jobs/{id}/ack.
@@ -160,15 +161,8 @@ func (a *api) release(w http.ResponseWriter, r *http.Request) error {
 
 // nack is POST /v1/topics/{topic}/jobs/{id}/nack.
 func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
-	topic, id, err := jobParams(r)
-	if err != nil {
-		return err
-	}
 	var q apiv1.NackRequest
-	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
-		return err
-	}
-	lease, err := checkLease(q.Lease)
+	l, err := readLease(w, r, &q, &q.Lease)
 	if err != nil {
 		return err
 	}
@@ -187,17 +181,17 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
 	dead, err := bounded(ctx, func(ctx context.Context) (bool, error) {
-		return a.c.Nack(ctx, delayq.Lease{Topic: topic, ID: id, Token: lease}, o)
+		return a.c.Nack(ctx, l, o)
 	})
 	if err != nil {
 		return err
 	}
 	if a.m != nil {
-		a.m.Nacked.WithLabelValues(topic).Inc()
+		a.m.Nacked.WithLabelValues(l.Topic).Inc()
 		if dead {
-			a.m.Dead.WithLabelValues(topic).Inc()
+			a.m.Dead.WithLabelValues(l.Topic).Inc()
 		} else {
-			a.m.Retried.WithLabelValues(topic).Inc()
+			a.m.Retried.WithLabelValues(l.Topic).Inc()
 		}
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -206,15 +200,8 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 
 // touch is POST /v1/topics/{topic}/jobs/{id}/touch.
 func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
-	topic, id, err := jobParams(r)
-	if err != nil {
-		return err
-	}
 	var q apiv1.TouchRequest
-	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
-		return err
-	}
-	lease, err := checkLease(q.Lease)
+	l, err := readLease(w, r, &q, &q.Lease)
 	if err != nil {
 		return err
 	}
@@ -227,7 +214,7 @@ func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
 	deadline, err := bounded(ctx, func(ctx context.Context) (time.Time, error) {
-		return a.c.Touch(ctx, delayq.Lease{Topic: topic, ID: id, Token: lease}, ttr)
+		return a.c.Touch(ctx, l, ttr)
 	})
 	if err != nil {
 		return err
