@@ -102,7 +102,7 @@ func TestEnqueueReplayAfterAckStoresNothing(t *testing.T) {
 }
 
 // The same replay after a cancel: Cancel returned, and then the job is stored again and handed
-// out (DESIGN.md guarantee 6: "after cancel returns, the job is never handed out again").
+// out (the guarantee that once cancel returns, the job is never handed out again).
 func TestEnqueueReplayAfterCancelBringsNothingBack(t *testing.T) {
 	t.Parallel()
 	c, proxy, other := replayPair(t)

@@ -1,4 +1,4 @@
-// Package faults is delayq's fault-injection suite: it proves the guarantees of DESIGN.md while
+// Package faults is delayq's fault-injection suite: it proves delayq's guarantees (docs/reliability.md) while
 // processes and Redis itself are killed, paused, failed over and starved.
 //
 // Every scenario runs real processes on loopback: redis-server (through internal/redistest)

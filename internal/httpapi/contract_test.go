@@ -32,7 +32,7 @@ type contract struct {
 }
 
 // loadContract loads and validates the document once. The published document leaves its
-// objects open, as API.md promises new optional fields; the checks close every named object
+// objects open, as the API promises new optional fields; the checks close every named object
 // schema, so that a field the server sends must be documented.
 var loadContract = sync.OnceValues(func() (*contract, error) {
 	openapi3filter.RegisterBodyDecoder("text/html", func(r io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {

@@ -64,7 +64,7 @@ func TestEnqueueGetReserveAck(t *testing.T) {
 	}
 }
 
-// TestEnqueueRetried checks API.md's "retrying is always safe" for an enqueue: the same request
+// TestEnqueueRetried checks the contract's "retrying is always safe" for an enqueue: the same request
 // again answers 201 with the same job and stores nothing twice; another job with the id is 409.
 func TestEnqueueRetried(t *testing.T) {
 	t.Parallel()
