@@ -254,21 +254,36 @@ type partitionCall struct {
 // reserveDue asks each partition that may have something due (every one when a.all is set),
 // until a.max jobs are leased. Over several partitions it first looks at their heads and asks
 // only those holding the best a.max jobs of all, best first, so that the jobs come in priority,
-// then due-time order across partitions as they stood at the look. It acks a.acks along the
-// way: each partition's with its reserve call, and those of partitions it did not ask in a
-// round trip of their own.
+// then due-time order across partitions as they stood at the look. It acks a.acks: when it
+// asks one partition, that partition's acks ride with its reserve call; all others leave at
+// once in a round trip of their own, beside the look and the calls, so that a partition that
+// does not answer (a Cluster shard down) holds no ack of another.
 //
 // A call whose answer is lost is sent again unchanged, which answers with the jobs the first
 // run leased; when that fails too, or ctx ends, the call is abandoned: what it leased is put
 // back, and its acks count as not sent.
 func (c *Client) reserveDue(ctx context.Context, t *wake.Topic, lane store.Lane, a reserveAsk) (reservation, error) {
 	parts, seen := t.Due(time.Now(), a.all)
+	riders := newRidingAcks(a.acks)
+	var ride *keys.Partition
+	if len(parts) == 1 {
+		p := c.store.Partition(t.Name, parts[0])
+		ride = &p
+	}
+	early := make(chan struct{})
+	if others := riders.takeAllBut(ride); len(others.reqs) > 0 {
+		go func() {
+			defer close(early)
+			riders.settleTaken(others, c.flushAcks(ctx, others.reqs))
+		}()
+	} else {
+		close(early)
+	}
 	var take []int // how many to take from each of parts; nil: as many as are still wanted
 	var failed error
 	if len(parts) > 1 {
 		parts, seen, take, failed = c.bestPartitions(ctx, t, lane, parts, seen, a.max)
 	}
-	riders := newRidingAcks(a.acks)
 	var r reservation
 	budget := a.maxBytes
 	for i, p := range parts {
@@ -283,7 +298,9 @@ func (c *Client) reserveDue(ctx context.Context, t *wake.Topic, lane store.Lane,
 			TTRMs: a.ttr.Milliseconds(), Acks: riders.take(part),
 		}
 		res, err := c.reserveOnce(ctx, part, rc)
-		riders.settle(part, res.Acked)
+		if len(rc.Acks) > 0 {
+			riders.settle(part, res.Acked)
+		}
 		if err != nil {
 			// The jobs leased so far stand; the other partitions wait for the next call.
 			t.Recheck([]int{p})
@@ -307,9 +324,10 @@ func (c *Client) reserveDue(ctx context.Context, t *wake.Topic, lane store.Lane,
 	if take != nil {
 		sortByPriority(r.jobs)
 	}
-	if rest := riders.rest(); len(rest) > 0 {
-		riders.settleRest(c.flushAcks(ctx, rest))
+	if rest := riders.takeAllBut(nil); len(rest.reqs) > 0 {
+		riders.settleTaken(rest, c.flushAcks(ctx, rest.reqs))
 	}
+	<-early
 	r.acked = riders.errs
 	if len(r.jobs) > 0 {
 		return r, nil

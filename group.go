@@ -85,7 +85,7 @@ func newRidingAcks(acks []ackReq) *ridingAcks {
 // take returns the acks of partition p, to go with the reserve call to p.
 func (r *ridingAcks) take(p keys.Partition) []store.Lease {
 	g, ok := r.by.Group(p)
-	if !ok {
+	if !ok || r.taken[p] {
 		return nil
 	}
 	r.taken[p] = true
@@ -101,28 +101,33 @@ func (r *ridingAcks) settle(p keys.Partition, errs []error) {
 	}
 }
 
-// rest returns the acks of the partitions no reserve call took.
-func (r *ridingAcks) rest() []ackReq {
-	var out []ackReq
+// takenAcks are acks taken off the riders to go in a round trip of their own, with where
+// each came from.
+type takenAcks struct {
+	reqs      []ackReq
+	positions []int
+}
+
+// takeAllBut takes the acks of every partition not taken yet but ride (none when nil).
+func (r *ridingAcks) takeAllBut(ride *keys.Partition) takenAcks {
+	var out takenAcks
 	for g, p := range r.by.Parts {
-		if !r.taken[p] {
-			for _, l := range r.by.Groups[g] {
-				out = append(out, ackReq{part: p, lease: l})
-			}
+		if r.taken[p] || (ride != nil && p == *ride) {
+			continue
+		}
+		r.taken[p] = true
+		for k, l := range r.by.Groups[g] {
+			out.reqs = append(out.reqs, ackReq{part: p, lease: l})
+			out.positions = append(out.positions, r.by.Positions[g][k])
 		}
 	}
 	return out
 }
 
-// settleRest records the outcomes of rest()'s acks, in its order.
-func (r *ridingAcks) settleRest(errs []error) {
-	k := 0
-	for g, p := range r.by.Parts {
-		if !r.taken[p] {
-			for _, i := range r.by.Positions[g] {
-				r.errs[i] = errs[k]
-				k++
-			}
-		}
+// settleTaken records the outcomes of taken acks, in their order. Calls for distinct takes may
+// run concurrently: each writes its own positions.
+func (r *ridingAcks) settleTaken(t takenAcks, errs []error) {
+	for k, i := range t.positions {
+		r.errs[i] = errs[k]
 	}
 }

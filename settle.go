@@ -24,9 +24,13 @@ func requests(fs []finished) []ackReq {
 	return out
 }
 
+// ackWait bounds how long a queued ack waits for a reserve call to carry it: a fetcher whose
+// call hangs (a Cluster shard that does not answer) must not hold the acks of other jobs.
+const ackWait = 50 * time.Millisecond
+
 // queueAck queues a finished job's ack for the next reserve call of an active fetcher, which
-// the slot its handler frees wakes. It reports false when no fetcher is active: the caller
-// acks the job itself.
+// the slot its handler frees wakes; if no call takes it within ackWait, it goes on its own. It
+// reports false when no fetcher is active: the caller acks the job itself.
 func (w *Worker) queueAck(f finished) bool {
 	w.ackMu.Lock()
 	defer w.ackMu.Unlock()
@@ -34,6 +38,9 @@ func (w *Worker) queueAck(f finished) bool {
 		return false
 	}
 	w.acks = append(w.acks, f)
+	if len(w.acks) == 1 {
+		w.ackTimer.Reset(ackWait)
+	}
 	return true
 }
 
@@ -43,6 +50,30 @@ func (w *Worker) takeAcks() []finished {
 	a := w.acks
 	w.acks = nil
 	return a
+}
+
+// sendQueuedAcks sends the acks no reserve call took within ackWait. Stop waits for it.
+func (w *Worker) sendQueuedAcks() {
+	w.ackMu.Lock()
+	left := w.acks
+	w.acks = nil
+	if len(left) == 0 || w.fetchersDone {
+		w.ackMu.Unlock()
+		return
+	}
+	w.timedSends.Add(1)
+	w.ackMu.Unlock()
+	defer w.timedSends.Done()
+	w.sendAcks(left)
+}
+
+// waitTimedSends waits for the sends of sendQueuedAcks once no fetcher is left to queue acks.
+func (w *Worker) waitTimedSends() {
+	w.ackMu.Lock()
+	w.fetchersDone = true
+	w.ackMu.Unlock()
+	w.ackTimer.Stop()
+	w.timedSends.Wait()
 }
 
 func (w *Worker) resume() {

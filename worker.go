@@ -71,12 +71,15 @@ type Worker struct {
 	// batch plus one per ack. With no fetcher active (all wait for due jobs), handlers ack
 	// their jobs themselves at once. Acks and nacks that fail for a passing reason are tried
 	// again until they go through, the lease is lost or its deadline passes (settle.go).
-	ackMu    sync.Mutex
-	acks     []finished // waiting for the next reserve call
-	retry    []finished // failed once, waiting for the retry loop
-	retrying bool       // the retry loop runs
-	closed   bool       // Stop waits for the retry loop: no new one may start
-	active   int        // fetchers that are not waiting for due jobs
+	ackMu        sync.Mutex
+	acks         []finished     // waiting for the next reserve call
+	ackTimer     *time.Timer    // sends acks that waited ackWait for one
+	timedSends   sync.WaitGroup // the ackTimer's sends in flight
+	fetchersDone bool           // Stop saw every fetcher end: no timed send starts
+	retry        []finished     // failed once, waiting for the retry loop
+	retrying     bool           // the retry loop runs
+	closed       bool           // Stop waits for the retry loop: no new one may start
+	active       int            // fetchers that are not waiting for due jobs
 
 	settling     sync.WaitGroup // the retry loop
 	settleCtx    context.Context
@@ -103,6 +106,8 @@ func NewWorker(c *Client, cfg WorkerConfig) (*Worker, error) {
 		running:  map[*Job]context.CancelFunc{},
 	}
 	w.settleCtx, w.settleCancel = context.WithCancel(context.Background())
+	w.ackTimer = time.AfterFunc(time.Hour, w.sendQueuedAcks)
+	w.ackTimer.Stop()
 	for range cfg.Concurrency {
 		w.slots <- struct{}{}
 	}
@@ -183,6 +188,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.fetchCancel = nil
 	w.mu.Unlock()
 	w.fetchers.Wait()
+	w.waitTimedSends()
 
 	if waitCtx(ctx, &w.jobs) {
 		// Every handler is done and has sent its ack or nack, or left it to the retry loop.
