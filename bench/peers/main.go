@@ -178,6 +178,8 @@ func measure(ctx context.Context, o options, dataDir string, log *slog.Logger, s
 			contestants = append(contestants, &bench.Delayq{RDB: rdb, Config: delayq.Config{}, Revision: rep.Versions["delayq"]})
 		case "asynq":
 			contestants = append(contestants, &asynqContestant{rdb: rdb})
+		case "floor":
+			contestants = append(contestants, &bench.Floor{RDB: rdb})
 		case "bullmq":
 			b, err := startBullMQ(ctx, filepath.Join(dataDir, "bullmq"), srv.URL(), stderr)
 			if err != nil {
@@ -188,7 +190,7 @@ func measure(ctx context.Context, o options, dataDir string, log *slog.Logger, s
 			rep.Versions["node"] = b.node
 			contestants = append(contestants, b)
 		default:
-			return nil, fmt.Errorf("unknown queue %q: the queues are delayq, asynq and bullmq", name)
+			return nil, fmt.Errorf("unknown queue %q: the queues are delayq, asynq, bullmq and floor", name)
 		}
 	}
 	for _, c := range contestants {
@@ -204,6 +206,9 @@ func measure(ctx context.Context, o options, dataDir string, log *slog.Logger, s
 			for _, c := range order {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
+				}
+				if !bench.Supports(c, s.Name) {
+					continue
 				}
 				r := bench.RunOne(ctx, env, s, c)
 				rep.Results = append(rep.Results, runResult{Run: run + 1, Result: r})

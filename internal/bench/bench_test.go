@@ -200,3 +200,37 @@ func TestCommandRefusesANegativeBacklog(t *testing.T) {
 		t.Fatalf("bench with --scaling-pending -1: %v", err)
 	}
 }
+
+// TestFloorRunsEnqueueOnly checks the floor: it stores every job of the enqueue scenario (one
+// call per job and pipelined) and takes no part in the other scenarios.
+func TestFloorRunsEnqueueOnly(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rdb := redistest.Standalone(t).Client(t)
+	env := &bench.Env{RDB: rdb, Reset: bench.Flusher(rdb), Quick: true}
+	floor := &bench.Floor{RDB: rdb, Namespace: "fq"}
+	results := bench.Run(ctx, env, bench.Scenarios(), []bench.Contestant{floor})
+	if len(results) != 1 || results[0].Scenario != "enqueue" || results[0].Error != "" || len(results[0].Metrics) != 4 {
+		t.Fatalf("floor results: %+v, want the enqueue scenario's four figures alone", results)
+	}
+	for _, m := range results[0].Metrics {
+		if m.NA || !(m.Value > 0) {
+			t.Errorf("floor %s = %v (n/a %v), want a rate", m.Name, m.Value, m.NA)
+		}
+	}
+	// Every job is stored, in both keys.
+	q, err := floor.Open(ctx, "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Produce(ctx, bench.Plan{N: 250, Producers: 2, Batch: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if n := rdb.HLen(ctx, "fq:{floor:check}:jobs").Val(); n != 250 {
+		t.Errorf("%d bodies stored, want 250", n)
+	}
+	if n := rdb.ZCard(ctx, "fq:{floor:check}:due").Val(); n != 250 {
+		t.Errorf("%d ids due, want 250", n)
+	}
+}

@@ -81,10 +81,19 @@ func Run(ctx context.Context, env *Env, scenarios []Scenario, contestants []Cont
 	var out []Result
 	for _, s := range scenarios {
 		for _, c := range contestants {
-			out = append(out, RunOne(ctx, env, s, c))
+			if Supports(c, s.Name) {
+				out = append(out, RunOne(ctx, env, s, c))
+			}
 		}
 	}
 	return out
+}
+
+// Supports reports whether contestant c runs scenario name: every one, unless c says otherwise
+// with a Supports method (the Floor runs the enqueue scenario alone).
+func Supports(c Contestant, name string) bool {
+	s, ok := c.(interface{ Supports(string) bool })
+	return !ok || s.Supports(name)
 }
 
 // RunOne runs one scenario against one contestant.
