@@ -165,6 +165,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	topics map[string]*wake.Topic
+	users  map[*wake.Topic]int // consumers of each state (useTopic)
 	closed bool
 	// hub wakes waiting consumers on notices; it has its own locks.
 	hub *wake.Hub
@@ -195,6 +196,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		log:    cfg.Logger,
 		newID:  ids.New,
 		topics: make(map[string]*wake.Topic),
+		users:  make(map[*wake.Topic]int),
 		hub:    wake.NewHub(rdb, cfg.Logger, keys.NewTopics(cfg.Namespace)),
 	}
 	// Enqueues: one flush in flight while the next one fills. Fewer, fuller round trips beat
@@ -263,8 +265,7 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 	if err := ValidateTopic(topic); err != nil {
 		return 0, err
 	}
-	t := c.topic(topic, topic)
-	if n := t.PartitionCount(); n > 0 {
+	if n := c.knownPartitions(topic); n > 0 {
 		return n, nil
 	}
 	var n int
@@ -280,8 +281,20 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 	if err != nil {
 		return 0, err
 	}
-	t.SetPartitionCount(n)
+	// Only topics that exist are remembered: asking about made-up names costs no memory.
+	c.topic(topic, topic).SetPartitionCount(n)
 	return n, nil
+}
+
+// knownPartitions returns the partition count of a topic this process has seen, or 0.
+func (c *Client) knownPartitions(topic string) int {
+	c.mu.Lock()
+	t := c.topics[topic]
+	c.mu.Unlock()
+	if t == nil {
+		return 0
+	}
+	return t.PartitionCount()
 }
 
 // partitionOf returns the keys of the partition that holds job id.
@@ -303,6 +316,33 @@ func (c *Client) topic(key, name string) *wake.Topic {
 		c.topics[key] = t
 	}
 	return t
+}
+
+// useTopic is topic for a consumer, which calls the returned function when it is done with
+// the state. The state of a topic that does not exist is forgotten when its last consumer is
+// done, so that waiting on made-up names costs no memory once the waits end.
+func (c *Client) useTopic(key, name string) (*wake.Topic, func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.topics[key]
+	if !ok {
+		t = wake.NewTopic(name)
+		c.topics[key] = t
+	}
+	c.users[t]++
+	return t, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.users[t]--
+		if c.users[t] > 0 {
+			return
+		}
+		delete(c.users, t)
+		if t.PartitionCount() == 0 && c.topics[key] == t {
+			delete(c.topics, key)
+			c.hub.Forget(t)
+		}
+	}
 }
 
 // newLeasePrefix returns 96 random bits, base64url: a lease cannot be guessed.

@@ -76,10 +76,11 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 		return nil, err
 	}
 	o = o.withDefaults()
-	t, lane, err := c.consumerState(ctx, topic, o.push)
+	t, lane, done, err := c.consumerState(ctx, topic, o.push)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	deadline := time.Now().Add(o.Wait)
 	// A poll (no wait) asks every partition: a notice of a job enqueued just before this call
 	// may not have arrived yet, and a caller who polls must see every job due by now. A long
@@ -108,36 +109,37 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 // consumerState returns the wake-up state of a topic's pull or push lane. It writes nothing:
 // a topic that does not exist yet is looked for in the registry, and comes into being with its
 // first job.
-func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*wake.Topic, store.Lane, error) {
-	t, lane, err := c.consumerTopic(topic, push)
+func (c *Client) consumerState(ctx context.Context, topic string, push bool) (*wake.Topic, store.Lane, func(), error) {
+	t, lane, done, err := c.consumerTopic(topic, push)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if t.PartitionCount() == 0 {
 		t.LookUp(time.Now(), 0)
 		if err := c.findTopic(ctx, t); err != nil {
-			return nil, "", err
+			done()
+			return nil, "", nil, err
 		}
 	}
-	return t, lane, nil
+	return t, lane, done, nil
 }
 
 // consumerTopic returns the wake-up state of a topic's pull or push lane without asking Redis
-// anything: learnTopic finds the topic later.
-func (c *Client) consumerTopic(topic string, push bool) (*wake.Topic, store.Lane, error) {
+// anything (learnTopic finds the topic later), and the function to call when done with it.
+func (c *Client) consumerTopic(topic string, push bool) (*wake.Topic, store.Lane, func(), error) {
 	if err := ValidateTopic(topic); err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	lane := store.LanePull
 	if push {
 		lane = store.LanePush
 	}
 	if c.isClosed() {
-		return nil, "", ErrClosed
+		return nil, "", nil, ErrClosed
 	}
-	t := c.topic(string(lane)+"/"+topic, topic)
+	t, done := c.useTopic(string(lane)+"/"+topic, topic)
 	t.SetLane(lane)
-	return t, lane, nil
+	return t, lane, done, nil
 }
 
 // learnTopic looks for t's topic in the registry when it was not there the last time and

@@ -579,3 +579,38 @@ func TestAckTwiceInOneCall(t *testing.T) {
 		t.Fatalf("Get after ack: %v", err)
 	}
 }
+
+// Asking about topics that do not exist leaves nothing behind in the Client: reserves, long
+// polls and reads of made-up names used to keep a state (and a wake-up target) per name.
+func TestMadeUpTopicsCostNoMemory(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "real", Spec{ID: "a", Delay: time.Hour})
+	if _, err := c.Reserve(ctx, "real", ReserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	before := len(c.topics)
+	c.mu.Unlock()
+	targets := c.hub.Targets()
+	for i := range 200 {
+		name := fmt.Sprint("made-up-", i)
+		wait := time.Duration(0)
+		if i%20 == 0 {
+			wait = 20 * time.Millisecond
+		}
+		if jobs, err := c.Reserve(ctx, name, ReserveOptions{Wait: wait}); err != nil || len(jobs) != 0 {
+			t.Fatalf("Reserve(%s) = %d jobs, %v", name, len(jobs), err)
+		}
+		if _, err := c.Get(ctx, name, "x"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get(%s) = %v, want ErrNotFound", name, err)
+		}
+	}
+	c.mu.Lock()
+	after := len(c.topics)
+	c.mu.Unlock()
+	if after != before || c.hub.Targets() != targets {
+		t.Errorf("topic states %d → %d, wake-up targets %d → %d; want both unchanged", before, after, targets, c.hub.Targets())
+	}
+}

@@ -115,10 +115,12 @@ func waitSettled(t testing.TB, c *Client, topic string, lanes ...store.Lane) {
 
 // waitHearsNewTopics waits until c hears the notices of new topics, by publishing one for a
 // probe topic until the probe's consumer state hears it (a notice comes after the subscription
-// it needs). It leaves the probe's state behind.
+// it needs). It holds the probe's state while it waits; the subscription stays after.
 func waitHearsNewTopics(t testing.TB, c *Client) {
 	t.Helper()
 	const probe = "probe-for-new-topics"
+	_, done := c.useTopic(string(store.LanePull)+"/"+probe, probe)
+	defer done()
 	if _, err := c.Reserve(testContext(t), probe, ReserveOptions{}); err != nil {
 		t.Fatalf("Reserve(%q): %v", probe, err)
 	}

@@ -163,13 +163,16 @@ func (w *Worker) Start(ctx context.Context) error {
 
 // startFetch starts the fetch loop of one topic, which finds the topic in Redis; w.mu is held.
 func (w *Worker) startFetch(topic string, h Handler) error {
-	t, lane, err := w.c.consumerTopic(topic, w.cfg.Push)
+	t, lane, done, err := w.c.consumerTopic(topic, w.cfg.Push)
 	if err != nil {
 		return err
 	}
 	w.fetchers.Add(1)
 	w.resume()
-	go w.fetch(w.fetchCtx, t, lane, h)
+	go func() {
+		defer done()
+		w.fetch(w.fetchCtx, t, lane, h)
+	}()
 	return nil
 }
 

@@ -137,6 +137,38 @@ func (h *Hub) Await(t *Topic) {
 	h.subscribe([]string{h.newTopics}, []target{{t, -1}})
 }
 
+// Forget stops waking t for the registration of its topic, and lets a later state of the same
+// topic Await again. A state whose partitions are listened to is not forgotten.
+func (h *Hub) Forget(t *Topic) {
+	t.mu.Lock()
+	awaiting := t.awaiting && !t.listening
+	t.mu.Unlock()
+	if !awaiting {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// A new slice: targetsOf's callers may be reading the old one.
+	var kept []target
+	for _, tg := range h.targets[h.newTopics] {
+		if tg.t != t {
+			kept = append(kept, tg)
+		}
+	}
+	h.targets[h.newTopics] = kept
+}
+
+// Targets returns how many topic states and partitions the Hub wakes, for tests.
+func (h *Hub) Targets() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, ts := range h.targets {
+		n += len(ts)
+	}
+	return n
+}
+
 // onShardEvent takes an event of the Cluster's subscriptions.
 func (h *Hub) onShardEvent(e shardsub.Event) {
 	switch e.Kind {
