@@ -39,6 +39,22 @@ func BenchmarkEnqueue(b *testing.B) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
+// BenchmarkEnqueueOneProducer is one producer calling Enqueue one job at a time: each call has
+// nobody to share a round trip with.
+func BenchmarkEnqueueOneProducer(b *testing.B) {
+	c, _ := newBenchClient(b)
+	ctx := context.Background()
+	mustEnqueue(b, c, "bench", Spec{Body: body100, Delay: time.Hour}) // the topic exists
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Enqueue(ctx, "bench", Spec{Body: body100, Delay: time.Hour}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
 func BenchmarkEnqueueBatch(b *testing.B) {
 	c, _ := newBenchClient(b)
 	ctx := context.Background()

@@ -177,7 +177,15 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 	// connection only, so it ends each pipeline that carried them.
 	var waits []*redis.IntCmd
 	confirm := sc == enqueueScript && s.waitReplicas > 0
+	if n == 1 && !confirm {
+		// One call goes straight out: a pipeline of one costs a pipeline's setup for nothing.
+		cmds[0] = s.run(ctx, sc, calls[0])
+		pending = nil
+	}
 	for _, eval := range []bool{false, true} {
+		if len(pending) == 0 {
+			break
+		}
 		_, _ = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for _, i := range pending {
 				c := calls[i]
