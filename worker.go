@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/delayq/delayq/internal/ackq"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
 	"github.com/delayq/delayq/internal/wake"
@@ -68,22 +69,9 @@ type Worker struct {
 
 	// Finished jobs are acked by the next reserve call of a fetcher, which carries the acks of
 	// its partition along: a busy Worker makes one round trip per batch of jobs, not one per
-	// batch plus one per ack. With no fetcher active (all wait for due jobs), handlers ack
-	// their jobs themselves at once. Acks and nacks that fail for a passing reason are tried
+	// batch plus one per ack (internal/ackq). Nacks that fail for a passing reason are tried
 	// again until they go through, the lease is lost or its deadline passes (settle.go).
-	ackMu        sync.Mutex
-	acks         []finished     // waiting for the next reserve call
-	ackTimer     *time.Timer    // sends acks that waited ackWait for one
-	timedSends   sync.WaitGroup // the ackTimer's sends in flight
-	fetchersDone bool           // Stop saw every fetcher end: no timed send starts
-	retry        []finished     // failed once, waiting for the retry loop
-	retrying     bool           // the retry loop runs
-	closed       bool           // Stop waits for the retry loop: no new one may start
-	active       int            // fetchers that are not waiting for due jobs
-
-	settling     sync.WaitGroup // the retry loop
-	settleCtx    context.Context
-	settleCancel context.CancelFunc // ends every retry when Stop gives up waiting
+	acks *ackq.Queue
 }
 
 // NewWorker returns a Worker that leases jobs through c.
@@ -105,9 +93,9 @@ func NewWorker(c *Client, cfg WorkerConfig) (*Worker, error) {
 		handlers: map[string]Handler{},
 		running:  map[*Job]context.CancelFunc{},
 	}
-	w.settleCtx, w.settleCancel = context.WithCancel(context.Background())
-	w.ackTimer = time.AfterFunc(time.Hour, w.sendQueuedAcks)
-	w.ackTimer.Stop()
+	w.acks = ackq.New(func(ctx context.Context, acks []ackq.Ack) []error {
+		return c.flushAcks(ctx, requests(acks))
+	}, cfg.Logger)
 	for range cfg.Concurrency {
 		w.slots <- struct{}{}
 	}
@@ -168,7 +156,7 @@ func (w *Worker) startFetch(topic string, h Handler) error {
 		return err
 	}
 	w.fetchers.Add(1)
-	w.resume()
+	w.acks.Resume()
 	go func() {
 		defer done()
 		w.fetch(w.fetchCtx, t, lane, h)
@@ -191,16 +179,15 @@ func (w *Worker) Stop(ctx context.Context) error {
 	w.fetchCancel = nil
 	w.mu.Unlock()
 	w.fetchers.Wait()
-	w.waitTimedSends()
+	w.acks.StopTimed()
 
 	if waitCtx(ctx, &w.jobs) {
 		// Every handler is done and has sent its ack or nack, or left it to the retry loop.
-		w.closeSettling()
-		if waitCtx(ctx, &w.settling) {
+		w.acks.Close()
+		if w.acks.Wait(ctx) {
 			return nil
 		}
-		w.settleCancel()
-		w.settling.Wait()
+		w.acks.Cancel()
 		return ctx.Err()
 	}
 	w.mu.Lock()
@@ -211,9 +198,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 		delete(w.running, job)
 	}
 	w.mu.Unlock()
-	w.settleCancel()
-	w.closeSettling()
-	w.settling.Wait()
+	w.acks.Close()
+	w.acks.Cancel()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, job := range cut {
@@ -241,14 +227,14 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
 // starve another.
 func (w *Worker) fetch(ctx context.Context, t *wake.Topic, lane store.Lane, h Handler) {
 	defer w.fetchers.Done()
-	defer w.pause()
+	defer w.acks.Pause()
 	failures := 0
 	for {
 		n := w.takeSlots(ctx)
 		if n == 0 {
 			return
 		}
-		acks := w.takeAcks()
+		acks := w.acks.Take()
 		err := w.c.learnTopic(ctx, t)
 		var r reservation
 		if err == nil {
@@ -256,7 +242,7 @@ func (w *Worker) fetch(ctx context.Context, t *wake.Topic, lane store.Lane, h Ha
 		} else {
 			r.acked = repeat(err, len(acks))
 		}
-		w.settleAcks(acks, r.acked)
+		w.acks.Settle(acks, r.acked)
 		for range n - len(r.jobs) {
 			w.slots <- struct{}{}
 		}
@@ -273,9 +259,9 @@ func (w *Worker) fetch(ctx context.Context, t *wake.Topic, lane store.Lane, h Ha
 			sleep(ctx, backoffDelay(failures))
 		case len(jobs) == 0:
 			failures = 0
-			w.pause()
+			w.acks.Pause()
 			w.c.waitDue(ctx, t, time.Now().Add(time.Minute))
-			w.resume()
+			w.acks.Resume()
 		default:
 			failures = 0
 		}
@@ -324,8 +310,11 @@ func (w *Worker) run(t *wake.Topic, job *Job, h Handler) {
 		// The handler's slot is free once it returns: the ack or nack is bookkeeping, and the
 		// fetcher may lease the next job while it travels. A queued ack goes in before the slot
 		// comes back, so that the fetcher the slot wakes carries it.
-		f := finished{ackReq: ackReq{part: w.c.store.Partition(t.Name, keys.PartitionOf(job.ID, t.PartitionCount())), lease: store.Lease{ID: job.ID, Token: job.LeaseToken}}, topic: job.Topic, deadline: deadline}
-		if mine && err == nil && w.queueAck(f) {
+		f := ackq.Ack{
+			Part:  w.c.store.Partition(t.Name, keys.PartitionOf(job.ID, t.PartitionCount())),
+			Lease: store.Lease{ID: job.ID, Token: job.LeaseToken}, Topic: job.Topic, Deadline: deadline,
+		}
+		if mine && err == nil && w.acks.Add(f) {
 			w.slots <- struct{}{}
 			return
 		}
@@ -384,7 +373,7 @@ func (w *Worker) renew(ctx context.Context, job *Job, lost context.CancelFunc) f
 		default:
 			failures++
 			w.log.Warn("delayq: lease renewal failed; trying again", "topic", job.Topic, "id", job.ID, "err", err)
-			timer.Reset(min(settleDelay(failures), max(time.Until(deadline)/3, time.Millisecond)))
+			timer.Reset(min(ackq.Delay(failures), max(time.Until(deadline)/3, time.Millisecond)))
 		}
 	})
 	return func() time.Time {
