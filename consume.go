@@ -315,7 +315,11 @@ func (c *Client) reserveDue(ctx context.Context, t *wake.Topic, lane store.Lane,
 		}
 		for _, rec := range res.Jobs {
 			j := jobFromRecord(t.Name, rec)
-			j.LeasedAt = time.UnixMilli(res.NowMs).UTC()
+			ttr := rc.TTRMs
+			if ttr == 0 {
+				ttr = rec.TTRMs
+			}
+			j.LeasedAt = time.UnixMilli(rec.LeaseDeadlineMs - ttr).UTC()
 			r.jobs = append(r.jobs, j)
 			budget -= int64(len(rec.Body))
 		}

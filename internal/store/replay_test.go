@@ -112,10 +112,17 @@ func TestReserveReplayReturnsTheSameJobs(t *testing.T) {
 	if first.Jobs[0].Lease == first.Jobs[1].Lease {
 		t.Fatalf("two jobs of one reserve share the lease %q", first.Jobs[0].Lease)
 	}
+	s.SetClockOffset(3000) // the replay comes later
 	again, err := s.Reserve(ctx, p, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The same jobs and leases, and the server's clock as it is at the replay: a caller that
+	// learned the clock from the first run's reading would wake up late by the delay.
+	if d := again.NowMs - first.NowMs; d < 3000 || d > 60_000 {
+		t.Errorf("replay's clock %d ms after the first run's, want the 3 s moved on", d)
+	}
+	again.NowMs = first.NowMs
 	if diff := cmp.Diff(first, again); diff != "" {
 		t.Fatalf("replay answered differently (-first +replay):\n%s", diff)
 	}

@@ -12,7 +12,9 @@
 -- deadline in Unix ms (now when due jobs remain, -1 when there is nothing), acked is
 -- ack_leases()'s value per pair, each job as reply().
 -- A call that leased or acked anything records {now, next, acked, ids}; a replay answers with
--- those of its jobs whose lease is still the one this call gave them.
+-- those of its jobs whose lease is still the one this call gave them, and the server's clock as
+-- it is now (the caller learns the clock from it; when a job was leased is its lease deadline
+-- less its TTR).
 local SECRET = ARGV[6]
 
 local function leased(out, ids)
@@ -32,7 +34,7 @@ local r = recorded()
 if r == '' then return redis.error_reply(ABANDONED) end
 if r then
   local rec = {cmsgpack.unpack(r)}
-  return leased({rec[1], rec[2], rec[3]}, rec[4])
+  return leased({NOW, rec[2], rec[3]}, rec[4])
 end
 
 local acked = ack_leases(9)
