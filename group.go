@@ -11,6 +11,9 @@ type enqueueReq struct {
 	topic string
 	part  keys.Partition
 	job   store.NewJob
+	// generated says the job's id was made here: no earlier enqueue can have meant this job,
+	// so an identical job met under the id is another job, not a repeat.
+	generated bool
 }
 
 type enqueueRes struct {
@@ -33,6 +36,8 @@ func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueue
 				out[i].err = r.Err // this partition's call failed; the others stand
 			case r.Jobs[k].Err != nil:
 				out[i].err = r.Jobs[k].Err
+			case r.Jobs[k].Repeat && reqs[i].generated:
+				out[i].err = ErrExists
 			default:
 				out[i].job = newJob(reqs[i].topic, reqs[i].job, r.Jobs[k].CreatedMs, r.Jobs[k].RunAtMs)
 			}

@@ -12,8 +12,9 @@ import (
 // Enqueue adds one job to topic. Once it returns nil, the job is stored and will be delivered at
 // least once unless cancelled. A duplicate id is ErrExists and changes nothing, except that
 // the same call again — the same id and spec, within Config.ReplayWindow of the first, while
-// the job is still as it made it (not failed, not rescheduled) — answers the first call's job:
-// a caller that lost an answer may simply try again. Concurrent calls share round trips to Redis.
+// the job is still as it made it (not failed, released, rescheduled or finished) — answers the
+// first call's job: a caller that lost an answer may simply try again (and ErrExists then
+// still tells it the job was stored). Concurrent calls share round trips to Redis.
 func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
@@ -28,7 +29,7 @@ func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error
 	}
 	for try := 0; ; try++ {
 		part := c.store.Partition(topic, keys.PartitionOf(j.ID, n))
-		res, ok := c.enqueuer.Do(ctx, enqueueReq{topic: topic, part: part, job: j})
+		res, ok := c.enqueuer.Do(ctx, enqueueReq{topic: topic, part: part, job: j, generated: s.ID == ""})
 		if !ok {
 			return nil, ctx.Err()
 		}
@@ -90,7 +91,7 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 	for try := 0; len(jobs) > 0; try++ {
 		var again []store.NewJob
 		var againIndex []int
-		for k, a := range c.add(ctx, topic, n, jobs) {
+		for k, a := range c.add(ctx, topic, n, jobs, func(k int) bool { return specs[index[k]].ID == "" }) {
 			i := index[k]
 			if a.err == nil || !store.OutcomeUnknown(a.err) {
 				reached = true
@@ -114,11 +115,11 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 }
 
 // add stores jobs with one script call per partition, all in one round trip, and returns each
-// job's outcome in order.
-func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob) []enqueueRes {
+// job's outcome in order; generated(k) says whether jobs[k]'s id was made here.
+func (c *Client) add(ctx context.Context, topic string, n int, jobs []store.NewJob, generated func(k int) bool) []enqueueRes {
 	reqs := make([]enqueueReq, len(jobs))
 	for k, j := range jobs {
-		reqs[k] = enqueueReq{topic: topic, part: c.store.Partition(topic, keys.PartitionOf(j.ID, n)), job: j}
+		reqs[k] = enqueueReq{topic: topic, part: c.store.Partition(topic, keys.PartitionOf(j.ID, n)), job: j, generated: generated(k)}
 	}
 	return c.flushEnqueues(ctx, reqs)
 }

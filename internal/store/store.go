@@ -134,6 +134,7 @@ type NewJob struct {
 type Added struct {
 	RunAtMs   int64
 	CreatedMs int64
+	Repeat    bool // an identical enqueue added the job earlier: these are its times
 	Err       error
 }
 
@@ -269,8 +270,11 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	out := make([]Added, n)
 	for i := range out {
 		v := vals[1+3*i:]
-		if v[0] == 0 {
+		switch v[0] {
+		case 0:
 			out[i].Err = ErrExists
+		case 2:
+			out[i].Repeat = true
 		}
 		out[i].RunAtMs, out[i].CreatedMs = v[1], v[2]
 	}

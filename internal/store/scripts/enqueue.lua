@@ -15,7 +15,7 @@
 -- cancelled, and must not come back.
 -- A repeat is told by its record: the same fields, byte for byte, as this call would store, at
 -- the same due time, created no longer than the window ago, never failed (a failure rewrites
--- the record) nor rescheduled (that changes the delay). So a caller whose answer was lost may
+-- the record) nor released or rescheduled (those change the delay). So a caller whose answer was lost may
 -- send the same job again and learn that it was stored, without a second job.
 local n = tonumber(ARGV[3])
 local LANES = ARGV[4]
@@ -105,5 +105,7 @@ for i = 0, n - 1 do
 end
 bulk('ZADD', DELAYED, scheduled)
 for lane, t in pairs(soonest) do notify_if_sooner(prev, t, lane) end
-if #scheduled > 0 then record(NOW, existed, repeats) end
+-- Recorded even when nothing was stored: a second run of a call that met existing jobs or
+-- repeats must answer as this one did, whatever happened to those jobs since.
+record(NOW, existed, repeats)
 return out
