@@ -236,9 +236,12 @@ func (r *report) scenarioTable(b *strings.Builder, scenario string) []missed {
 			if s.unit != "" {
 				unit = s.unit
 			}
-			if q == "delayq" {
+			switch {
+			case q == "delayq":
 				d = s
-			} else if !s.na && s.n > 0 {
+			case q == "floor":
+				// What Redis allows, shown for distance; not a peer to beat.
+			case !s.na && s.n > 0:
 				peers[q] = s.med
 			}
 		}
