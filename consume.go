@@ -499,7 +499,7 @@ func (c *Client) Nack(ctx context.Context, l Lease, o NackOptions) (dead bool, e
 		if *o.Delay < 0 || *o.Delay > c.cfg.Limits.MaxDelay {
 			return false, invalid("delay", "%s is outside 0 to %s", ms(*o.Delay), ms(c.cfg.Limits.MaxDelay))
 		}
-		delayMs = o.Delay.Milliseconds()
+		delayMs = ceilMs(*o.Delay)
 	}
 	o.Error = truncateUTF8(o.Error, maxErrorText)
 	p, err := c.existing(ctx, l.Topic, l.ID)

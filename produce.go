@@ -166,7 +166,7 @@ func (c *Client) Reschedule(ctx context.Context, topic, id string, delay time.Du
 	if delay < 0 || delay > c.cfg.Limits.MaxDelay {
 		return nil, invalid("delay", "%s is outside 0 to %s", ms(delay), ms(c.cfg.Limits.MaxDelay))
 	}
-	return c.reschedule(ctx, topic, id, true, delay.Milliseconds())
+	return c.reschedule(ctx, topic, id, true, ceilMs(delay))
 }
 
 // RescheduleAt makes a delayed or ready job due at t; a past t means due now.
@@ -178,7 +178,7 @@ func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time
 	if time.Until(t) > c.cfg.Limits.MaxDelay {
 		return nil, invalid("run_at", "%s is more than %s ahead", t.Format(time.RFC3339Nano), ms(c.cfg.Limits.MaxDelay))
 	}
-	return c.reschedule(ctx, topic, id, false, t.UnixMilli())
+	return c.reschedule(ctx, topic, id, false, ceilUnixMs(t))
 }
 
 func (c *Client) reschedule(ctx context.Context, topic, id string, relative bool, at int64) (*Job, error) {

@@ -327,3 +327,32 @@ func TestReserveOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// Due times are whole milliseconds: a time or delay between two rounds up, so that no job is
+// due before the moment asked for (it used to round down, up to a millisecond early).
+func TestSubMillisecondDueTimesRoundUp(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond).Add(700 * time.Microsecond)
+	j := mustEnqueue(t, c, "t", Spec{ID: "at", RunAt: at})
+	if j.RunAt.Before(at) || j.RunAt.Sub(at) >= time.Millisecond {
+		t.Errorf("run_at %v for a job asked for %v: want the next whole millisecond", j.RunAt, at)
+	}
+	j = mustEnqueue(t, c, "t", Spec{ID: "delay", Delay: 1500 * time.Microsecond})
+	if d := j.RunAt.Sub(j.CreatedAt); d != 2*time.Millisecond {
+		t.Errorf("a 1.5 ms delay made the job due %v after its creation, want 2ms", d)
+	}
+	j = mustEnqueue(t, c, "t", Spec{ID: "later", Delay: time.Hour})
+	r, err := c.Reschedule(ctx, "t", j.ID, time.Hour+100*time.Microsecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Get(ctx, "t", j.ID); got.RunAt != r.RunAt {
+		t.Fatalf("Get %v, Reschedule %v", got.RunAt, r.RunAt)
+	}
+	r2, err := c.RescheduleAt(ctx, "t", j.ID, at)
+	if err != nil || r2.RunAt.Before(at) {
+		t.Errorf("RescheduleAt(%v) = %v, %v; want no earlier", at, r2.RunAt, err)
+	}
+}

@@ -55,7 +55,7 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 		ID:         s.ID,
 		Format:     int(s.Format),
 		Priority:   s.Priority,
-		DelayMs:    s.Delay.Milliseconds(),
+		DelayMs:    ceilMs(s.Delay),
 		MaxRetries: DefaultMaxRetries,
 		TTRMs:      DefaultTTR.Milliseconds(),
 		Body:       s.Body,
@@ -82,7 +82,7 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 		if time.Until(s.RunAt) > l.MaxDelay {
 			return j, invalid("run_at", "%s is more than %s ahead", s.RunAt.Format(time.RFC3339Nano), ms(l.MaxDelay))
 		}
-		j.RunAtMs = s.RunAt.UnixMilli()
+		j.RunAtMs = ceilUnixMs(s.RunAt)
 		if j.RunAtMs <= 0 {
 			return j, invalid("run_at", "%s is not after 1970-01-01", s.RunAt.Format(time.RFC3339Nano))
 		}
@@ -112,7 +112,7 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 			if d < 0 || d > l.MaxDelay {
 				return j, invalid(fmt.Sprintf("backoff[%d]", i), "%s is outside 0 to %s", ms(d), ms(l.MaxDelay))
 			}
-			j.BackoffMs[i] = d.Milliseconds()
+			j.BackoffMs[i] = ceilMs(d)
 		}
 	}
 	if s.Priority < -MaxPriority || s.Priority > MaxPriority {
@@ -136,4 +136,25 @@ func ms(d time.Duration) string {
 		return d.String()
 	}
 	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
+
+// Due times are kept in whole milliseconds; a time or delay between two is rounded up, so that
+// a job is never due before the moment it was asked for.
+
+// ceilMs returns d in milliseconds, rounded up.
+func ceilMs(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d > 0 && d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// ceilUnixMs returns t as Unix milliseconds, rounded up.
+func ceilUnixMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.UnixNano()%int64(time.Millisecond) != 0 && t.UnixNano() > 0 {
+		ms++
+	}
+	return ms
 }

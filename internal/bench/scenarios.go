@@ -46,6 +46,7 @@ func Scenarios() []Scenario {
 		{"enqueue", "enqueue rate: 1 producer one job at a time, 16 producers, batches of 100 and 1000", runEnqueue},
 		{"memory", "Redis memory per pending job with a 100-byte body, at two backlog sizes", runMemory},
 		{"precision", "lateness of jobs due uniformly over a span, with free consumers", runPrecision},
+		{"precision-load", "lateness of jobs due five times as often while 16 producers enqueue flat out into another topic", runPrecisionUnderLoad},
 		{"e2e", "jobs due at once with 16 handlers doing nothing: enqueue-to-last-ack rate, and backlog drain rate", runE2E},
 		{"burst", "jobs all due at one instant: time until all are delivered, slowest Redis command", runBurst},
 		{"http", "HTTP API: batch enqueue (1000 per request), reserve up to 100, ack", runHTTP},
@@ -166,6 +167,11 @@ func (env *Env) open(ctx context.Context, c Contestant, label string) (Queue, er
 			return nil, err
 		}
 	}
+	return env.openAnother(ctx, c, label)
+}
+
+// openAnother opens a new topic of c beside those the scenario opened, emptying nothing.
+func (env *Env) openAnother(ctx context.Context, c Contestant, label string) (Queue, error) {
 	topic := fmt.Sprintf("bench-%s-%d", label, env.seq.Add(1))
 	q, err := c.Open(ctx, topic)
 	if err != nil {

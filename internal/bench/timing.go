@@ -20,8 +20,22 @@ func (env *Env) awaitTimeout() time.Duration {
 }
 
 func runPrecision(ctx context.Context, env *Env, c Contestant) Result {
-	var r Result
 	sz := env.sizes()
+	return precision(ctx, env, c, sz.precisionN, sz.precisionSpan, false)
+}
+
+// runPrecisionUnderLoad is runPrecision with jobs coming due five times as often while 16
+// producers enqueue flat out into another topic of the same queue.
+func runPrecisionUnderLoad(ctx context.Context, env *Env, c Contestant) Result {
+	sz := env.sizes()
+	return precision(ctx, env, c, 5*sz.precisionN, sz.precisionSpan, true)
+}
+
+// precision measures the lateness of n jobs due one after another over span; with load, 16
+// producers enqueue into another topic, one job per call, from before the first job is due
+// until the last is delivered.
+func precision(ctx context.Context, env *Env, c Contestant, n int, span time.Duration, load bool) Result {
+	var r Result
 	offset, uncertainty, err := ClockOffset(ctx, env.RDB)
 	if err != nil {
 		return fail(r, "%v", err)
@@ -38,10 +52,10 @@ func runPrecision(ctx context.Context, env *Env, c Contestant) Result {
 	if env.Quick {
 		lead = time.Second
 	}
-	p := fill(q, sz.precisionN)
+	p := fill(q, n)
 	p.At = time.Now().Add(lead).Truncate(time.Millisecond)
-	p.Step = sz.precisionSpan / time.Duration(sz.precisionN)
-	r.note("%d jobs due one every %v over %v, %d free handlers; %s", sz.precisionN, p.Step, sz.precisionSpan, freeConsumers, fillNote(q))
+	p.Step = span / time.Duration(n)
+	r.note("%d jobs due one every %v over %v, %d free handlers; %s", n, p.Step, span, freeConsumers, fillNote(q))
 	r.note("server clock − local clock = %v ± %v; a delivery counts as early when it precedes its due time by more than that uncertainty", offset.Round(time.Microsecond), uncertainty.Round(time.Microsecond))
 	produced, err := q.Produce(ctx, p)
 	if err != nil {
@@ -50,9 +64,23 @@ func runPrecision(ctx context.Context, env *Env, c Contestant) Result {
 	if produced.End.After(p.At) {
 		r.note("enqueueing took %v, longer than the %v lead: the first jobs were stored after their due time", produced.End.Sub(produced.Start).Round(time.Millisecond), lead)
 	}
-	actx, cancel := context.WithTimeout(ctx, lead+sz.precisionSpan+env.awaitTimeout())
+	var stopLoad func() (jobs int, took time.Duration, err error)
+	if load {
+		if stopLoad, err = flood(ctx, env, c); err != nil {
+			return fail(r, "load: %v", err)
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, lead+span+env.awaitTimeout())
 	defer cancel()
-	aw, err := q.Await(actx, sz.precisionN)
+	aw, err := q.Await(actx, n)
+	if load {
+		jobs, took, ferr := stopLoad()
+		if ferr != nil {
+			return fail(r, "load: %v", ferr)
+		}
+		r.add("load enqueued", rate(jobs, took), "jobs/s", Higher)
+		r.note("load: 16 producers enqueueing one job per call into another topic, due in an hour: %d jobs in %v", jobs, took.Round(time.Millisecond))
+	}
 	if err != nil {
 		return fail(r, "%v", err)
 	}
@@ -311,4 +339,38 @@ func joinSemi(s []string) string {
 		out += v
 	}
 	return out
+}
+
+// flood starts 16 producers enqueueing one job per call, due in an hour, into a topic of its
+// own, and returns a function that stops them and reports how many jobs they stored in how long.
+func flood(ctx context.Context, env *Env, c Contestant) (func() (int, time.Duration, error), error) {
+	q, err := env.openAnother(ctx, c, "flood")
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	const chunk = 4000
+	var jobs int
+	var ferr error
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		defer close(done)
+		for fctx.Err() == nil {
+			if _, err := q.Produce(fctx, Plan{N: chunk, Producers: 16, Delay: time.Hour}); err != nil {
+				if fctx.Err() == nil {
+					ferr = err
+				}
+				return
+			}
+			jobs += chunk
+		}
+	}()
+	return func() (int, time.Duration, error) {
+		cancel()
+		<-done
+		took := time.Since(start)
+		_ = closeQueue(ctx, q)
+		return jobs, took, ferr
+	}, nil
 }
