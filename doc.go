@@ -10,7 +10,8 @@
 //   - Durable enqueue: once Enqueue returns nil the job is delivered at least once unless
 //     cancelled, as long as Redis keeps its data (appendonly yes; appendfsync always to survive
 //     a crash of Redis itself without loss).
-//   - Never early: a job is handed out only when the Redis server's TIME has reached its due time.
+//   - Never early: a job is handed out only when the Redis server's TIME has reached its due time
+//     (due times are whole milliseconds; one asked for between two is the later one).
 //   - On time: waiting consumers sleep until the earliest due time they know of and are woken by
 //     a shard pub/sub notice when an earlier job arrives; no polling interval sets the precision.
 //   - One state at a time: every transition is one Lua script on one partition.
