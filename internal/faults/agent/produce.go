@@ -33,7 +33,8 @@ func produce(ctx context.Context, o *options, c *delayq.Client, log *faults.Log)
 			s.Delay, s.RunAt = 0, o.now().Add(o.runAtLead)
 		}
 		if !s.RunAt.IsZero() {
-			want = s.RunAt.UnixMilli()
+			// Due times are whole milliseconds, a time between two rounds up.
+			want = s.RunAt.Add(time.Millisecond - 1).UnixMilli()
 		}
 		return s, want
 	}
