@@ -25,7 +25,8 @@ const (
 
 func runHTTP(ctx context.Context, env *Env, c Contestant) Result {
 	var r Result
-	names := []string{"enqueue (batch 1000)", "reserve 100 + ack", "overall"}
+	names := []string{"enqueue (batch 1000)", "reserve 100 + ack", "overall",
+		"enqueue 1 job, 1 connection", "enqueue 1 job, 64 connections", "enqueue 1 job, 64 connections, p99"}
 	q, err := env.open(ctx, c, "http")
 	if err != nil {
 		return fail(r, "%v", err)
@@ -33,9 +34,10 @@ func runHTTP(ctx context.Context, env *Env, c Contestant) Result {
 	defer closeQueue(ctx, q)
 	dc := Client(q)
 	if dc == nil {
-		for _, m := range names {
+		for _, m := range names[:5] {
 			r.na(m, "jobs/s", Higher, "delayq's HTTP API only")
 		}
+		r.na(names[5], "ms", Lower, "delayq's HTTP API only")
 		return r
 	}
 	base := env.HTTP
@@ -98,7 +100,53 @@ func runHTTP(ctx context.Context, env *Env, c Contestant) Result {
 	consume := time.Since(start)
 	r.add(names[1], rate(n, consume), "jobs/s", Higher)
 	r.add(names[2], rate(n, enqueue+consume), "jobs/s", Higher)
+
+	// One job per request, over keep-alive connections: one caller, then 64 at once.
+	single := max(n/10, 100)
+	for _, conns := range []int{1, 64} {
+		took, latencies, err := enqueueSingles(ctx, api, topic, single, conns)
+		if err != nil {
+			return fail(r, "enqueue one job per request: %v", err)
+		}
+		if conns == 1 {
+			r.add(names[3], rate(single, took), "jobs/s", Higher)
+			continue
+		}
+		r.add(names[4], rate(single, took), "jobs/s", Higher)
+		r.add(names[5], ms(summarize(latencies, 0).P99), "ms", Lower)
+	}
+	r.note("then %d jobs one per request, from 1 caller and from 64 callers at once (the p99 is of request latency at that full load)", single)
 	return r
+}
+
+// enqueueSingles enqueues n jobs one per request from conns callers at once, and returns how
+// long it took and each request's latency.
+func enqueueSingles(ctx context.Context, api *apiclient.Client, topic string, n, conns int) (time.Duration, []time.Duration, error) {
+	var next atomic.Int64
+	var mu sync.Mutex
+	latencies := make([]time.Duration, 0, n)
+	errs := make([]error, conns)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for k := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+				sent := time.Now()
+				if _, err := api.Enqueue(ctx, topic, apiclient.JobRequest{Body: json.RawMessage(`"` + string(Body(i)) + `"`), Delay: time.Hour}); err != nil {
+					errs[k] = err
+					return
+				}
+				d := time.Since(sent)
+				mu.Lock()
+				latencies = append(latencies, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return time.Since(start), latencies, errors.Join(errs...)
 }
 
 // drainHTTP reserves and acks n jobs of topic through the API with httpConsumers callers.
