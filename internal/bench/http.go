@@ -26,7 +26,8 @@ const (
 func runHTTP(ctx context.Context, env *Env, c Contestant) Result {
 	var r Result
 	names := []string{"enqueue (batch 1000)", "reserve 100 + ack", "overall",
-		"enqueue 1 job, 1 connection", "enqueue 1 job, 64 connections", "enqueue 1 job, 64 connections, p99"}
+		"enqueue 1 job, 1 connection", "enqueue 1 job, 64 connections", "enqueue 1 job, 64 connections, p99",
+		"enqueue 1 job, 64 connections, p99 at half rate"}
 	q, err := env.open(ctx, c, "http")
 	if err != nil {
 		return fail(r, "%v", err)
@@ -38,6 +39,7 @@ func runHTTP(ctx context.Context, env *Env, c Contestant) Result {
 			r.na(m, "jobs/s", Higher, "delayq's HTTP API only")
 		}
 		r.na(names[5], "ms", Lower, "delayq's HTTP API only")
+		r.na(names[6], "ms", Lower, "delayq's HTTP API only")
 		return r
 	}
 	base := env.HTTP
@@ -103,25 +105,33 @@ func runHTTP(ctx context.Context, env *Env, c Contestant) Result {
 
 	// One job per request, over keep-alive connections: one caller, then 64 at once.
 	single := max(n/10, 100)
-	for _, conns := range []int{1, 64} {
-		took, latencies, err := enqueueSingles(ctx, api, topic, single, conns)
-		if err != nil {
-			return fail(r, "enqueue one job per request: %v", err)
-		}
-		if conns == 1 {
-			r.add(names[3], rate(single, took), "jobs/s", Higher)
-			continue
-		}
-		r.add(names[4], rate(single, took), "jobs/s", Higher)
-		r.add(names[5], ms(summarize(latencies, 0).P99), "ms", Lower)
+	took, _, err := enqueueSingles(ctx, api, topic, single, 1, 0)
+	if err != nil {
+		return fail(r, "enqueue one job per request: %v", err)
 	}
-	r.note("then %d jobs one per request, from 1 caller and from 64 callers at once (the p99 is of request latency at that full load)", single)
+	r.add(names[3], rate(single, took), "jobs/s", Higher)
+	took, latencies, err := enqueueSingles(ctx, api, topic, single, 64, 0)
+	if err != nil {
+		return fail(r, "enqueue one job per request: %v", err)
+	}
+	full := rate(single, took)
+	r.add(names[4], full, "jobs/s", Higher)
+	r.add(names[5], ms(summarize(latencies, 0).P99), "ms", Lower)
+	// Half the rate just measured, paced: latency counts from when each request was due to be
+	// sent, so a stall delays the requests behind it too.
+	_, latencies, err = enqueueSingles(ctx, api, topic, single, 64, time.Duration(float64(time.Second)/(full/2)))
+	if err != nil {
+		return fail(r, "enqueue one job per request at half rate: %v", err)
+	}
+	r.add(names[6], ms(summarize(latencies, 0).P99), "ms", Lower)
+	r.note("then %d jobs one per request, from 1 caller, from 64 callers as fast as they go (p99 of request latency at that load), and from 64 callers paced at half that rate", single)
 	return r
 }
 
-// enqueueSingles enqueues n jobs one per request from conns callers at once, and returns how
-// long it took and each request's latency.
-func enqueueSingles(ctx context.Context, api *apiclient.Client, topic string, n, conns int) (time.Duration, []time.Duration, error) {
+// enqueueSingles enqueues n jobs one per request from conns callers at once, request i sent no
+// earlier than start + i×every (as soon as a caller is free when every is 0), and returns how
+// long it took and each request's latency from when it was due to be sent.
+func enqueueSingles(ctx context.Context, api *apiclient.Client, topic string, n, conns int, every time.Duration) (time.Duration, []time.Duration, error) {
 	var next atomic.Int64
 	var mu sync.Mutex
 	latencies := make([]time.Duration, 0, n)
@@ -134,6 +144,10 @@ func enqueueSingles(ctx context.Context, api *apiclient.Client, topic string, n,
 			defer wg.Done()
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
 				sent := time.Now()
+				if every > 0 {
+					sent = start.Add(time.Duration(i) * every)
+					time.Sleep(time.Until(sent))
+				}
 				if _, err := api.Enqueue(ctx, topic, apiclient.JobRequest{Body: json.RawMessage(`"` + string(Body(i)) + `"`), Delay: time.Hour}); err != nil {
 					errs[k] = err
 					return
