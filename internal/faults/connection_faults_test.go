@@ -3,6 +3,7 @@
 package faults_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -55,16 +56,23 @@ func TestClientsHangUpDuringReserve(t *testing.T) {
 	srv := redistest.Standalone(t)
 	h := newHarness(t, "redis://"+srv.Addr, srv.Client(t), delayq.Config{})
 	listen := "127.0.0.1:" + freePort(t)
-	h.startServer("server", listen)
+	server := h.startServer("server", listen)
 	n := scale(3000, 30000)
 	producer := h.start("producer", "produce", "-prefix", "u", "-n", itoa(n), "-batch", "20",
 		"-concurrency", "2", "-rate", itoa(n/6), "-ttr", "2s", "-max-retries", "5", "-backoff", "0")
 	consumer := h.start("consumer", "http-work", "-server", "http://"+listen, "-concurrency", "20", "-hangup", "3")
 	start := time.Now().UnixMilli()
 	h.finished(producer, 2*time.Minute)
-	testwait.For(h.t, 2*time.Minute, "the consumers to hand out every job", func() bool {
-		return consumer.count(faults.Acked) >= producer.count(faults.Enqueued)
-	})
+	if err := testwait.Until(2*time.Minute, func() error {
+		if acked, enqueued := consumer.count(faults.Acked), producer.count(faults.Enqueued); acked < enqueued {
+			return fmt.Errorf("%d of %d jobs acked, %d hang-ups", acked, enqueued, consumer.count(faults.HungUp))
+		}
+		return nil
+	}); err != nil {
+		pending, perr := h.pending()
+		h.t.Fatalf("the consumers did not hand out every job: %v; pending in Redis %d (%v)\nconsumer:\n%s\nserver:\n%s",
+			err, pending, perr, h.stderr(consumer), h.stderr(server))
+	}
 	end := time.Now().UnixMilli()
 	h.drain(2*time.Minute, 0)
 	r := h.check(faults.Rules{Faults: []faults.Window{{Name: "hang-ups", Start: start, End: end}}}, false)
