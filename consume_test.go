@@ -614,3 +614,27 @@ func TestMadeUpTopicsCostNoMemory(t *testing.T) {
 		t.Errorf("topic states %d → %d, wake-up targets %d → %d; want both unchanged", before, after, targets, c.hub.Targets())
 	}
 }
+
+// A lease left to expire hands its job out again to a consumer that is waiting, even when the
+// consumer's periodic recheck looks at the partition in between: the recheck used to see no
+// delayed job and forget the lease deadline, and the job stayed reserved until some other
+// event (a new job, a notice) made a consumer ask the partition again.
+func TestExpiredLeaseReachesAWaitingConsumerAcrossRechecks(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{RecheckInterval: 50 * time.Millisecond})
+	ctx := testContext(t)
+	// Two leases: the second is not the earliest, so no notice announces its deadline.
+	mustEnqueue(t, c, "t", Spec{ID: "first", TTR: time.Minute})
+	mustEnqueue(t, c, "t", Spec{ID: "left", TTR: 600 * time.Millisecond, Backoff: []time.Duration{0}})
+	if jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 2}); err != nil || len(jobs) != 2 {
+		t.Fatalf("Reserve = %d jobs, %v", len(jobs), err)
+	}
+	start := time.Now()
+	jobs, err := c.Reserve(ctx, "t", ReserveOptions{Wait: 10 * time.Second})
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "left" {
+		t.Fatalf("waiting Reserve = %v, %v; want the job whose lease expired", jobs, err)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("the expired lease's job came %v after the wait began, want about its 600ms TTR", took)
+	}
+}

@@ -3,6 +3,7 @@
 package faults_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -69,9 +70,15 @@ func TestClientsHangUpDuringReserve(t *testing.T) {
 		}
 		return nil
 	}); err != nil {
-		pending, perr := h.pending()
-		h.t.Fatalf("the consumers did not hand out every job: %v; pending in Redis %d (%v)\nconsumer:\n%s\nserver:\n%s",
-			err, pending, perr, h.stderr(consumer), h.stderr(server))
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stats, serr := h.c.Stats(ctx, h.topic)
+		dead, _, _ := h.c.DeadJobs(ctx, h.topic, 10, "")
+		for _, j := range dead {
+			h.t.Logf("dead: %s after %d attempts: %s", j.ID, j.Attempts, j.LastError)
+		}
+		h.t.Fatalf("the consumers did not hand out every job: %v; in Redis %+v (%v)\nconsumer:\n%s\nserver:\n%s",
+			err, stats, serr, h.stderr(consumer), h.stderr(server))
 	}
 	end := time.Now().UnixMilli()
 	h.drain(2*time.Minute, 0)
