@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers build run docker ensure-redis ensure-example-tools
+.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers script-cost build run docker ensure-redis ensure-example-tools
 
 all: lint test
 
@@ -81,3 +81,9 @@ bench-smoke: ensure-redis
 # BENCHMARKS.md. Needs Node 20 and npm for BullMQ.
 bench-peers: ensure-redis
 	cd bench/peers && $(GO) run . -runs 3
+
+# Instructions redis-server spends on one enqueue, delayq's against the floor's, counted by
+# valgrind's callgrind: figures that do not move with the machine's load.
+script-cost: ensure-redis
+	@command -v valgrind >/dev/null || bash scripts/ensure-debian-packages.sh script-cost "install valgrind" valgrind -- valgrind
+	$(GO) run ./bench/scriptcost
