@@ -319,10 +319,7 @@ func (r *report) notes(b *strings.Builder, scenario string) {
 		if len(res) == 0 {
 			continue
 		}
-		var lines []string
-		for _, n := range res[0].Notes {
-			lines = append(lines, n)
-		}
+		lines := slices.Clone(res[0].Notes)
 		for _, x := range res {
 			if x.Error != "" {
 				lines = append(lines, "**error**: "+x.Error)
