@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.runs, "runs", 3, "runs of every scenario for every queue")
-	fs.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run; the report and charts go to a temporary directory unless -out is given")
+	fs.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run; the report, results and charts go beside -out, or to a temporary directory")
 	fs.StringVar(&o.scenarios, "scenarios", "all", "comma-separated scenarios")
 	fs.StringVar(&o.contestants, "queues", defaultQueues, "comma-separated queues and floors to run")
 	fs.StringVar(&o.root, "root", "", "the delayq repository's root; found from the working directory when empty")
