@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/bench"
 )
@@ -14,32 +14,54 @@ import (
 // asynqVersion is the asynq release pinned in go.mod.
 const asynqVersion = "v0.26.0"
 
-// Settings that give asynq its best precision; its defaults are 5s and 1s.
+// The polling intervals of asynq-tuned, for precision; asynq's defaults are 5 s and 1 s.
 const (
 	asynqDelayedCheck = 100 * time.Millisecond
 	asynqTaskCheck    = 10 * time.Millisecond
 )
 
-// asynqContestant runs hibiken/asynq: Client.Enqueue with ProcessIn or ProcessAt to produce,
-// an asynq.Server to consume.
+// asynqContestant runs hibiken/asynq as its README shows: an asynq.Client made from a
+// RedisClientOpt enqueues with ProcessIn or ProcessAt, an asynq.Server made from one consumes,
+// and an asynq.Inspector tells when a queue is empty. Each makes and closes its own go-redis
+// client, with asynq's defaults (a pool of 10 connections per CPU).
 type asynqContestant struct {
-	rdb redis.UniversalClient
+	redis asynq.RedisClientOpt
+	// tuned sets the Server's DelayedTaskCheckInterval and TaskCheckInterval far below their
+	// defaults, which favours asynq's precision; asynq-tuned runs the scenarios with consumers
+	// alone, beside asynq at its defaults.
+	tuned bool
 }
 
-func (a *asynqContestant) Name() string    { return "asynq" }
+func (a *asynqContestant) Name() string {
+	if a.tuned {
+		return "asynq-tuned"
+	}
+	return "asynq"
+}
+
 func (a *asynqContestant) Version() string { return asynqVersion }
+
+// Supports reports that asynq-tuned runs only the scenarios whose figures its polling changes:
+// those with consumers. Enqueue and memory do not involve the Server.
+func (a *asynqContestant) Supports(scenario string) bool {
+	switch scenario {
+	case "precision", "precision-load", "e2e", "burst":
+		return true
+	}
+	return !a.tuned
+}
 
 func (a *asynqContestant) Open(_ context.Context, topic string) (bench.Queue, error) {
 	return &asynqQueue{
-		rdb:       a.rdb,
+		a:         a,
 		topic:     topic,
-		client:    asynq.NewClientFromRedisClient(a.rdb),
-		inspector: asynq.NewInspectorFromRedisClient(a.rdb),
+		client:    asynq.NewClient(a.redis),
+		inspector: asynq.NewInspector(a.redis),
 	}, nil
 }
 
 type asynqQueue struct {
-	rdb       redis.UniversalClient
+	a         *asynqContestant
 	topic     string
 	client    *asynq.Client
 	inspector *asynq.Inspector
@@ -65,14 +87,16 @@ func (q *asynqQueue) Produce(ctx context.Context, p bench.Plan) (bench.Produced,
 }
 
 func (q *asynqQueue) Consume(_ context.Context, concurrency int) error {
-	q.server = asynq.NewServerFromRedisClient(q.rdb, asynq.Config{
-		Concurrency:              concurrency,
-		Queues:                   map[string]int{q.topic: 1},
-		DelayedTaskCheckInterval: asynqDelayedCheck,
-		TaskCheckInterval:        asynqTaskCheck,
-		LogLevel:                 asynq.FatalLevel,
-		ShutdownTimeout:          10 * time.Second,
-	})
+	cfg := asynq.Config{
+		Concurrency: concurrency,
+		Queues:      map[string]int{q.topic: 1},
+		// Warnings and errors still reach stderr; the start and stop notices do not.
+		LogLevel: asynq.WarnLevel,
+	}
+	if q.a.tuned {
+		cfg.DelayedTaskCheckInterval, cfg.TaskCheckInterval = asynqDelayedCheck, asynqTaskCheck
+	}
+	q.server = asynq.NewServer(q.a.redis, cfg)
 	return q.server.Start(asynq.HandlerFunc(func(_ context.Context, t *asynq.Task) error {
 		received := time.Now()
 		i, err := bench.BodyIndex(t.Payload())
@@ -102,4 +126,6 @@ func (q *asynqQueue) StopConsuming(context.Context) error {
 	return nil
 }
 
-func (q *asynqQueue) Close(ctx context.Context) error { return q.StopConsuming(ctx) }
+func (q *asynqQueue) Close(ctx context.Context) error {
+	return errors.Join(q.StopConsuming(ctx), q.client.Close(), q.inspector.Close())
+}

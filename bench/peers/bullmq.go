@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,28 +15,43 @@ import (
 	"github.com/delayq/delayq/internal/bench"
 )
 
-// bullmqContestant runs BullMQ through bullmq/driver.js, a Node process that the harness
-// sends one command per line: the scenario code stays the same Go code for every queue, and
-// only bulk operations cross the pipe, each timed inside Node.
+// bullmqContestant runs BullMQ through bullmq/driver.js, a Node process that the contestant's
+// Go process sends one command per line: the scenario code stays the same Go code for every
+// queue, and only bulk operations cross the pipe, each timed inside Node. Commands carry ids
+// and run concurrently, as the scenarios call a queue's topics from several goroutines.
 type bullmqContestant struct {
 	cmd     *exec.Cmd
-	stdin   io.WriteCloser
-	stdout  *bufio.Reader
-	mu      sync.Mutex
 	version string
 	node    string
+	// read ends once the driver's stdout does.
+	read chan struct{}
+
+	mu      sync.Mutex
+	stdin   io.WriteCloser
+	nextID  int
+	waiting map[int]chan []byte // by command id
+	readErr error
 }
 
-// startBullMQ installs the driver's packages from package-lock.json when they are missing and
-// starts it. `npm install` rather than `npm ci`: npm 11's ci refuses this lock file for lacking
-// entries of optional packages built for other platforms, which install does not need.
+// installBullMQ installs the driver's packages from package-lock.json when they are missing.
+// `npm install` rather than `npm ci`: npm 11's ci refuses this lock file for lacking entries of
+// optional packages built for other platforms, which install does not need.
+func installBullMQ(ctx context.Context, dir string, stderr io.Writer) error {
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "bullmq")); err == nil {
+		return nil
+	}
+	npm := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund")
+	npm.Dir, npm.Stdout, npm.Stderr = dir, stderr, stderr
+	if err := npm.Run(); err != nil {
+		return fmt.Errorf("npm install in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// startBullMQ starts the driver, whose packages installBullMQ installed.
 func startBullMQ(ctx context.Context, dir, redisURL string, stderr io.Writer) (*bullmqContestant, error) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "bullmq")); err != nil {
-		npm := exec.CommandContext(ctx, "npm", "install", "--no-audit", "--no-fund")
-		npm.Dir, npm.Stdout, npm.Stderr = dir, stderr, stderr
-		if err := npm.Run(); err != nil {
-			return nil, fmt.Errorf("npm install in %s: %w", dir, err)
-		}
+		return nil, fmt.Errorf("BullMQ is not installed in %s: %w", dir, err)
 	}
 	cmd := exec.Command("node", "driver.js", redisURL)
 	cmd.Dir, cmd.Stderr = dir, stderr
@@ -52,7 +66,8 @@ func startBullMQ(ctx context.Context, dir, redisURL string, stderr io.Writer) (*
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting node: %w", err)
 	}
-	b := &bullmqContestant{cmd: cmd, stdin: stdin, stdout: bufio.NewReaderSize(stdout, 1<<20)}
+	b := &bullmqContestant{cmd: cmd, stdin: stdin, read: make(chan struct{}), waiting: map[int]chan []byte{}}
+	go b.readAnswers(stdout)
 	var v struct {
 		BullMQ string `json:"bullmq"`
 		Node   string `json:"node"`
@@ -65,20 +80,63 @@ func startBullMQ(ctx context.Context, dir, redisURL string, stderr io.Writer) (*
 	return b, nil
 }
 
-// call sends one command and decodes its answer into out.
-func (b *bullmqContestant) call(cmd map[string]any, out any) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	line, err := json.Marshal(cmd)
-	if err != nil {
-		return err
+// readAnswers hands each answer line of the driver to the call waiting for its id, until the
+// driver's stdout ends; then it fails the calls still waiting.
+func (b *bullmqContestant) readAnswers(stdout io.Reader) {
+	defer close(b.read)
+	r := bufio.NewReaderSize(stdout, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			b.mu.Lock()
+			b.readErr = err
+			for id, ch := range b.waiting {
+				close(ch)
+				delete(b.waiting, id)
+			}
+			b.mu.Unlock()
+			return
+		}
+		var a struct {
+			ID int `json:"id"`
+		}
+		if err := json.Unmarshal(line, &a); err != nil {
+			continue // not an answer; the driver writes nothing else on stdout
+		}
+		b.mu.Lock()
+		ch := b.waiting[a.ID]
+		delete(b.waiting, a.ID)
+		b.mu.Unlock()
+		if ch != nil {
+			ch <- line
+		}
 	}
-	if _, err := b.stdin.Write(append(line, '\n')); err != nil {
+}
+
+// call sends one command and decodes its answer into out. Calls may run concurrently.
+func (b *bullmqContestant) call(cmd map[string]any, out any) error {
+	answer := make(chan []byte, 1)
+	b.mu.Lock()
+	if b.readErr != nil {
+		b.mu.Unlock()
+		return fmt.Errorf("bullmq driver: gone: %w", b.readErr)
+	}
+	b.nextID++
+	cmd["id"] = b.nextID
+	b.waiting[b.nextID] = answer
+	line, err := json.Marshal(cmd)
+	if err == nil {
+		_, err = b.stdin.Write(append(line, '\n'))
+	}
+	if err != nil {
+		delete(b.waiting, b.nextID)
+		b.mu.Unlock()
 		return fmt.Errorf("bullmq driver: %w", err)
 	}
-	reply, err := b.stdout.ReadBytes('\n')
-	if err != nil {
-		return fmt.Errorf("bullmq driver: reading the answer to %s: %w", cmd["cmd"], err)
+	b.mu.Unlock()
+	reply, ok := <-answer
+	if !ok {
+		return fmt.Errorf("bullmq driver: no answer to %s: %w", cmd["cmd"], b.readErr)
 	}
 	var e struct {
 		Error string `json:"error"`
@@ -95,30 +153,39 @@ func (b *bullmqContestant) call(cmd map[string]any, out any) error {
 	return json.Unmarshal(reply, out)
 }
 
-// Stop ends the driver process.
+// Stop ends the driver process: closing its stdin lets it close its topics and exit.
 func (b *bullmqContestant) Stop() {
+	b.mu.Lock()
 	_ = b.stdin.Close()
-	done := make(chan struct{})
-	go func() { _ = b.cmd.Wait(); close(done) }()
+	b.mu.Unlock()
 	select {
-	case <-done:
+	case <-b.read:
 	case <-time.After(10 * time.Second):
 		_ = b.cmd.Process.Kill()
-		<-done
+		<-b.read
 	}
+	_ = b.cmd.Wait()
 }
 
 func (b *bullmqContestant) Name() string    { return "bullmq" }
 func (b *bullmqContestant) Version() string { return b.version }
 
+// versions reports BullMQ's version and Node's, for the report.
+func (b *bullmqContestant) versions() map[string]string {
+	return map[string]string{"bullmq": b.version, "node": b.node}
+}
+
 func (b *bullmqContestant) Open(_ context.Context, topic string) (bench.Queue, error) {
 	if err := b.call(map[string]any{"cmd": "open", "topic": topic}, nil); err != nil {
 		return nil, err
 	}
-	return &bullmqQueue{b: b}, nil
+	return &bullmqQueue{b: b, topic: topic}, nil
 }
 
-type bullmqQueue struct{ b *bullmqContestant }
+type bullmqQueue struct {
+	b     *bullmqContestant
+	topic string
+}
 
 // MaxBatch is 1000: addBulk takes any number, and the scenarios use batches of up to 1000.
 func (q *bullmqQueue) MaxBatch() int { return 1000 }
@@ -129,7 +196,7 @@ func fromMicros(us int64) time.Time { return time.UnixMicro(us) }
 
 func (q *bullmqQueue) Produce(_ context.Context, p bench.Plan) (bench.Produced, error) {
 	cmd := map[string]any{
-		"cmd": "produce", "n": p.N, "producers": p.Producers, "batch": p.Batch,
+		"cmd": "produce", "topic": q.topic, "n": p.N, "producers": p.Producers, "batch": p.Batch,
 		"delay_ms": p.Delay.Milliseconds(),
 	}
 	if !p.At.IsZero() {
@@ -144,7 +211,7 @@ func (q *bullmqQueue) Produce(_ context.Context, p bench.Plan) (bench.Produced, 
 }
 
 func (q *bullmqQueue) Consume(_ context.Context, concurrency int) error {
-	return q.b.call(map[string]any{"cmd": "consume", "concurrency": concurrency}, nil)
+	return q.b.call(map[string]any{"cmd": "consume", "topic": q.topic, "concurrency": concurrency}, nil)
 }
 
 func (q *bullmqQueue) Await(ctx context.Context, n int) (bench.Awaited, error) {
@@ -156,7 +223,7 @@ func (q *bullmqQueue) Await(ctx context.Context, n int) (bench.Awaited, error) {
 		Deliveries [][2]int64 `json:"deliveries"`
 		Done       int64      `json:"done_us"`
 	}
-	if err := q.b.call(map[string]any{"cmd": "await", "n": n, "timeout_ms": timeout.Milliseconds()}, &out); err != nil {
+	if err := q.b.call(map[string]any{"cmd": "await", "topic": q.topic, "n": n, "timeout_ms": timeout.Milliseconds()}, &out); err != nil {
 		return bench.Awaited{}, err
 	}
 	aw := bench.Awaited{Done: fromMicros(out.Done), Deliveries: make([]bench.Delivery, len(out.Deliveries))}
@@ -167,9 +234,9 @@ func (q *bullmqQueue) Await(ctx context.Context, n int) (bench.Awaited, error) {
 }
 
 func (q *bullmqQueue) StopConsuming(context.Context) error {
-	return q.b.call(map[string]any{"cmd": "stop"}, nil)
+	return q.b.call(map[string]any{"cmd": "stop", "topic": q.topic}, nil)
 }
 
 func (q *bullmqQueue) Close(context.Context) error {
-	return errors.Join(q.b.call(map[string]any{"cmd": "close"}, nil))
+	return q.b.call(map[string]any{"cmd": "close", "topic": q.topic}, nil)
 }

@@ -11,7 +11,14 @@ import (
 	"github.com/delayq/delayq/internal/bench"
 )
 
-var colors = map[string]string{"delayq": "#2563eb", "asynq": "#dc2626", "bullmq": "#16a34a"}
+var colors = map[string]string{
+	"delayq":          "#2563eb",
+	"asynq":           "#dc2626",
+	"asynq-tuned":     "#f97316",
+	"bullmq":          "#16a34a",
+	"floor":           "#6b7280",
+	"floor-pipelined": "#9ca3af",
+}
 
 func colorOf(q string) string {
 	if c, ok := colors[q]; ok {
@@ -107,7 +114,8 @@ func latenessChart(r *report) string {
 	}
 	s.line(px(0), top, px(0), h-bottom, "#9ca3af", 1.5)
 	s.text(w/2, h-bottom+34, "middle", "#111", "ms after the due time (negative: early); logarithmic both ways from 0")
-	for i, q := range r.Contestants {
+	i := 0
+	for _, q := range r.Contestants {
 		v := samples[q]
 		if len(v) == 0 {
 			continue
@@ -123,7 +131,8 @@ func latenessChart(r *report) string {
 		p50, p99 := v[len(v)/2], v[min(len(v)-1, int(math.Ceil(0.99*float64(len(v))))-1)]
 		y := float64(h - bottom + 60 + 18*i)
 		s.line(left+12, y-4, left+36, y-4, colorOf(q), 3)
-		s.text(left+42, y, "start", "#111", "%s: p50 %.1f ms, p99 %.1f ms, min %.1f ms, max %.1f ms", q, p50, p99, v[0], v[len(v)-1])
+		s.text(left+42, y, "start", "#111", "%s: p50 %.1f ms, p99 %.1f ms, min %.1f ms, max %.1f ms", label(q), p50, p99, v[0], v[len(v)-1])
+		i++
 	}
 	return s.end()
 }
@@ -134,11 +143,13 @@ var throughputBars = [][2]string{
 	{"e2e", "end-to-end"}, {"e2e", "drain"}, {"scaling", "with "},
 }
 
-// throughputChart draws the median rates as grouped horizontal bars.
+// throughputChart draws the median rates as grouped horizontal bars, one bar for each queue or
+// floor that ran the scenario.
 func throughputChart(r *report) string {
 	type bar struct {
-		label string
-		vals  map[string]summary
+		label  string
+		queues []string
+		vals   map[string]summary
 	}
 	var bars []bar
 	maxV := 1.0
@@ -154,8 +165,9 @@ func throughputChart(r *report) string {
 			continue
 		}
 		b := bar{label: tb[0] + ": " + name, vals: map[string]summary{}}
-		for _, q := range r.Contestants {
+		for _, q := range r.queuesIn(tb[0]) {
 			if s, ok := r.summarize(tb[0], q, name); ok {
+				b.queues = append(b.queues, q)
 				b.vals[q] = s
 				if !s.na && s.n > 0 {
 					maxV = math.Max(maxV, s.hi)
@@ -164,31 +176,35 @@ func throughputChart(r *report) string {
 		}
 		bars = append(bars, b)
 	}
-	const w, left, right, top, barH = 820, 210, 90, 50, 14
-	group := barH*len(r.Contestants) + 14
-	h := top + group*len(bars) + 30
+	const w, left, right, top, barH, gap = 820, 210, 90, 50, 14, 14
+	h := top + 30
+	for _, b := range bars {
+		h += barH*len(b.queues) + gap
+	}
 	s := newSVG(w, h)
 	s.text(w/2, 22, "middle", "#111", "Throughput, jobs/s (median of runs; whiskers: min–max)")
-	for i, q := range r.Contestants {
-		x := float64(left + 110*i)
+	x := 20.0
+	for _, q := range r.Contestants {
 		fmt.Fprintf(s, `<rect x="%.1f" y="30" width="12" height="10" fill="%s"/>`+"\n", x, colorOf(q))
-		s.text(x+16, 39, "start", "#111", "%s", q)
+		s.text(x+16, 39, "start", "#111", "%s", label(q))
+		x += 16 + 7*float64(len(label(q))) + 14
 	}
 	scale := func(v float64) float64 { return v / maxV * (w - left - right) }
-	for g, b := range bars {
-		y0 := float64(top + g*group)
-		s.text(left-8, y0+float64(group-14)/2+4, "end", "#111", "%s", b.label)
-		for i, q := range r.Contestants {
+	y0 := float64(top)
+	for _, b := range bars {
+		s.text(left-8, y0+float64(barH*len(b.queues))/2+4, "end", "#111", "%s", b.label)
+		for i, q := range b.queues {
 			y := y0 + float64(i*barH)
-			v, ok := b.vals[q]
-			if !ok || v.na || v.n == 0 {
-				s.text(left+4, y+barH-3, "start", "#6b7280", "%s: n/a", q)
+			v := b.vals[q]
+			if v.na || v.n == 0 {
+				s.text(left+4, y+barH-3, "start", "#6b7280", "%s: n/a", label(q))
 				continue
 			}
 			fmt.Fprintf(s, `<rect x="%d" y="%.1f" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y+1, scale(v.med), barH-2, colorOf(q))
 			s.line(left+scale(v.lo), y+barH/2, left+scale(v.hi), y+barH/2, "#111", 1)
 			s.text(left+scale(v.hi)+4, y+barH-3, "start", "#111", "%s", bench.FormatValue(bench.Metric{Value: v.med}))
 		}
+		y0 += float64(barH*len(b.queues) + gap)
 	}
 	return s.end()
 }

@@ -1,9 +1,15 @@
 // Command peers runs delayq's benchmark scenarios against delayq and its peers — hibiken/asynq
-// and BullMQ — on one redis-server it starts itself, several runs each, side by side, and
-// writes BENCHMARKS.md with the medians, the ratios and charts.
+// and BullMQ — and against two floors (what Redis allows with no queue around it), on one
+// redis-server it starts itself, several runs each, side by side, and writes BENCHMARKS.md with
+// the medians, the ratios and charts.
+//
+// Each scenario of each contestant runs in a process of its own: the harness starts itself
+// again with -contestant, which runs that one scenario on its own Redis clients and writes the
+// result as JSON on stdout (BullMQ's Go side drives a Node process of its own). No queue shares
+// a process, a client, leftover goroutines or a Go scheduler with another.
 //
 //	cd bench/peers && go run .            # or: make bench-peers
-//	go run . -quick -runs 1 -out /tmp/b.md
+//	go run . -quick -runs 1               # a smoke run; writes to a temporary directory
 //	go run . -from results.json           # rewrite the report from saved results
 package main
 
@@ -18,15 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
-	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/internal/bench"
 )
 
 func main() {
@@ -47,19 +45,31 @@ type options struct {
 	root        string
 	out         string
 	from        string
+	// The command line of a contestant's own process, which the harness starts.
+	contestant string
+	scenario   string
+	run        int
+	redis      string
 }
+
+// defaultQueues are the queues and floors a run measures unless -queues says otherwise.
+const defaultQueues = "delayq,asynq,asynq-tuned,bullmq,floor,floor-pipelined"
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.runs, "runs", 3, "runs of every scenario for every queue")
-	fs.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run")
+	fs.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run; the report, results and charts go beside -out, or to a temporary directory")
 	fs.StringVar(&o.scenarios, "scenarios", "all", "comma-separated scenarios")
-	fs.StringVar(&o.contestants, "queues", "delayq,asynq,bullmq", "comma-separated queues to run")
+	fs.StringVar(&o.contestants, "queues", defaultQueues, "comma-separated queues and floors to run")
 	fs.StringVar(&o.root, "root", "", "the delayq repository's root; found from the working directory when empty")
 	fs.StringVar(&o.out, "out", "", "report to write; defaults to BENCHMARKS.md at the root")
 	fs.StringVar(&o.from, "from", "", "rewrite the report from this results file instead of running")
+	fs.StringVar(&o.contestant, "contestant", "", "internal: run one scenario for this queue in this process and write its result as JSON")
+	fs.StringVar(&o.scenario, "scenario", "", "internal: the scenario -contestant runs")
+	fs.IntVar(&o.run, "run", 0, "internal: the number of the run -contestant takes part in")
+	fs.StringVar(&o.redis, "redis", "", "internal: the address of the redis-server -contestant uses")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,12 +80,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		o.root = root
 	}
-	if o.out == "" {
+	dataDir := filepath.Join(o.root, "bench", "peers")
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.contestant != "" {
+		return runContestant(ctx, o, dataDir, log, stdout, stderr)
+	}
+	chartDir := filepath.Join(dataDir, "charts")
+	switch {
+	case o.out != "":
+	case o.quick:
+		// A smoke run leaves the committed report, results and charts alone.
+		tmp, err := os.MkdirTemp("", "delayq-peers-")
+		if err != nil {
+			return err
+		}
+		o.out = filepath.Join(tmp, "BENCHMARKS.md")
+	default:
 		o.out = filepath.Join(o.root, "BENCHMARKS.md")
 	}
-	dataDir := filepath.Join(o.root, "bench", "peers")
-	resultsPath := filepath.Join(dataDir, "results.json")
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.quick {
+		chartDir = filepath.Join(filepath.Dir(o.out), "charts")
+	}
 
 	var rep *report
 	if o.from != "" {
@@ -93,17 +118,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if !o.quick {
-			b, err := json.Marshal(rep)
-			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(resultsPath, b, 0o644); err != nil {
-				return err
-			}
+		resultsPath := filepath.Join(dataDir, "results.json")
+		if o.quick {
+			resultsPath = filepath.Join(filepath.Dir(o.out), "results.json")
+		}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(resultsPath, b, 0o644); err != nil {
+			return err
 		}
 	}
-	chartDir := filepath.Join(dataDir, "charts")
 	if err := writeCharts(rep, chartDir); err != nil {
 		return err
 	}
@@ -140,101 +166,4 @@ func findRoot() (string, error) {
 		}
 		dir = parent
 	}
-}
-
-// measure starts a redis-server and runs every scenario for every queue, o.runs times.
-func measure(ctx context.Context, o options, dataDir string, log *slog.Logger, stderr io.Writer) (*report, error) {
-	scenarios, err := bench.Select(o.scenarios)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := bench.StartRedis(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer srv.Stop()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 128})
-	defer rdb.Close()
-	log.Info("peers: started redis-server", "addr", srv.Addr)
-
-	rep := &report{
-		Started:  time.Now().UTC(),
-		Command:  commandLine(o),
-		Machine:  describeMachine(),
-		Quick:    o.quick,
-		Runs:     o.runs,
-		Versions: map[string]string{},
-	}
-	rep.Versions["redis"] = bench.ServerInfo(ctx, rdb, "redis_version")
-	rep.Versions["go"] = goVersion()
-	rep.Versions["delayq"] = gitRevision(ctx, filepath.Dir(filepath.Dir(dataDir)))
-	rep.Versions["asynq"] = asynqVersion
-	rep.Hz = bench.ServerInfo(ctx, rdb, "hz")
-
-	var contestants []bench.Contestant
-	for name := range strings.SplitSeq(o.contestants, ",") {
-		switch strings.TrimSpace(name) {
-		case "delayq":
-			contestants = append(contestants, &bench.Delayq{RDB: rdb, Config: delayq.Config{}, Revision: rep.Versions["delayq"]})
-		case "asynq":
-			contestants = append(contestants, &asynqContestant{rdb: rdb})
-		case "floor":
-			contestants = append(contestants, &bench.Floor{RDB: rdb})
-		case "bullmq":
-			b, err := startBullMQ(ctx, filepath.Join(dataDir, "bullmq"), srv.URL(), stderr)
-			if err != nil {
-				return nil, err
-			}
-			defer b.Stop()
-			rep.Versions["bullmq"] = b.version
-			rep.Versions["node"] = b.node
-			contestants = append(contestants, b)
-		default:
-			return nil, fmt.Errorf("unknown queue %q: the queues are delayq, asynq, bullmq and floor", name)
-		}
-	}
-	for _, c := range contestants {
-		rep.Contestants = append(rep.Contestants, c.Name())
-	}
-	env := &bench.Env{RDB: rdb, Reset: bench.Flusher(rdb), Quick: o.quick, Log: log}
-	for run := range o.runs {
-		for _, s := range scenarios {
-			// Rotate the order of the queues from run to run, so that none always goes first.
-			order := slices.Clone(contestants)
-			k := run % len(order)
-			order = append(order[k:], order[:k]...)
-			for _, c := range order {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				if !bench.Supports(c, s.Name) {
-					continue
-				}
-				r := bench.RunOne(ctx, env, s, c)
-				rep.Results = append(rep.Results, runResult{Run: run + 1, Result: r})
-			}
-		}
-	}
-	if err := env.Reset(ctx); err != nil {
-		return nil, err
-	}
-	rep.Finished = time.Now().UTC()
-	return rep, nil
-}
-
-func commandLine(o options) string {
-	cmd := "make bench-peers"
-	if o.runs != 3 || o.quick || o.scenarios != "all" || o.contestants != "delayq,asynq,bullmq" {
-		cmd = fmt.Sprintf("cd bench/peers && go run . -runs %d", o.runs)
-		if o.quick {
-			cmd += " -quick"
-		}
-		if o.scenarios != "all" {
-			cmd += " -scenarios " + o.scenarios
-		}
-		if o.contestants != "delayq,asynq,bullmq" {
-			cmd += " -queues " + o.contestants
-		}
-	}
-	return cmd
 }

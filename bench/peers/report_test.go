@@ -61,3 +61,40 @@ func TestRenderMarkdownCarriesTheAnalysis(t *testing.T) {
 		t.Fatalf("the analysis is not between the missed targets and the chart:\n%s", md)
 	}
 }
+
+// TestFloorsAreShownNotCounted checks that the floors get columns and a ratio of their own in
+// the tables they ran in, and none elsewhere, and that "delayq vs best peer" and the targets
+// leave them out.
+func TestFloorsAreShownNotCounted(t *testing.T) {
+	rate := func(name string, v float64) bench.Metric {
+		return bench.Metric{Name: name, Value: v, Unit: "jobs/s", Better: bench.Higher}
+	}
+	res := func(scenario, queue string, m bench.Metric) runResult {
+		return runResult{Run: 1, Result: bench.Result{Scenario: scenario, Contestant: queue, Metrics: []bench.Metric{m}}}
+	}
+	r := &report{
+		Runs:        1,
+		Contestants: []string{"delayq", "asynq", "floor", "floor-pipelined"},
+		Versions:    map[string]string{},
+		Results: []runResult{
+			res("enqueue", "delayq", rate("16 producers", 90)),
+			res("enqueue", "asynq", rate("16 producers", 40)),
+			res("enqueue", "floor", rate("16 producers", 100)),
+			res("enqueue", "floor-pipelined", rate("16 producers", 180)),
+			res("e2e", "delayq", rate("drain", 30)),
+			res("e2e", "asynq", rate("drain", 10)),
+		},
+	}
+	md := renderMarkdown(r, "charts", "")
+	for _, want := range []string{
+		"| metric | unit | delayq | asynq | floor: one EVALSHA per job | floor: pipelined EVALSHA | delayq vs best peer | delayq vs best floor | target | met |",
+		"| 16 producers | jobs/s | 90.0 | 40.0 | 100 | 180 | 2.25× | 0.50× | ≥ 2× asynq | yes |",
+		"| metric | unit | delayq | asynq | delayq vs best peer | target | met |",
+		"| drain | jobs/s | 30.0 | 10.0 | 3.00× | ≥ 2× best peer | yes |",
+		"None: delayq meets every target in this run.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the report lacks %q:\n%s", want, md)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,8 +108,8 @@ func TestCommandLeavesOtherNamespaces(t *testing.T) {
 	if err := json.Unmarshal(out.Bytes(), &results); err != nil {
 		t.Fatalf("output is not JSON: %v\n%s", err, out.String())
 	}
-	if len(results) != 3 { // enqueue for delayq and the floor, memory for delayq
-		t.Errorf("got %d results, want 3", len(results))
+	if len(results) != 4 { // enqueue for delayq and the two floors, memory for delayq
+		t.Errorf("got %d results, want 4", len(results))
 	}
 	if v, err := rdb.Get(ctx, "someone:else").Result(); err != nil || v != "keep" {
 		t.Errorf("a key outside the namespace: %q, %v; want it kept", v, err)
@@ -201,36 +203,50 @@ func TestCommandRefusesANegativeBacklog(t *testing.T) {
 	}
 }
 
-// TestFloorRunsEnqueueOnly checks the floor: it stores every job of the enqueue scenario (one
-// call per job and pipelined) and takes no part in the other scenarios.
-func TestFloorRunsEnqueueOnly(t *testing.T) {
+// TestFloorsRunEnqueueScenariosOnly checks both floors: each stores every job it is given (one
+// call per job, pipelined, and in batches) and takes part in the enqueue and scaling scenarios
+// alone.
+func TestFloorsRunEnqueueScenariosOnly(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rdb := redistest.Standalone(t).Client(t)
 	env := &bench.Env{RDB: rdb, Reset: bench.Flusher(rdb), Quick: true}
-	floor := &bench.Floor{RDB: rdb, Namespace: "fq"}
-	results := bench.Run(ctx, env, bench.Scenarios(), []bench.Contestant{floor})
-	if len(results) != 1 || results[0].Scenario != "enqueue" || results[0].Error != "" || len(results[0].Metrics) != 4 {
-		t.Fatalf("floor results: %+v, want the enqueue scenario's four figures alone", results)
-	}
-	for _, m := range results[0].Metrics {
-		if m.NA || !(m.Value > 0) {
-			t.Errorf("floor %s = %v (n/a %v), want a rate", m.Name, m.Value, m.NA)
+	for _, floor := range []*bench.Floor{{RDB: rdb, Namespace: "fq"}, {RDB: rdb, Namespace: "fq", Pipelined: true}} {
+		results := bench.Run(ctx, env, bench.Scenarios(), []bench.Contestant{floor})
+		var got []string
+		for _, r := range results {
+			got = append(got, r.Scenario)
+			if r.Error != "" {
+				t.Errorf("%s, %s: %s", floor.Name(), r.Scenario, r.Error)
+			}
+			for _, m := range r.Metrics {
+				if m.NA || !(m.Value > 0) {
+					t.Errorf("%s, %s: %s = %v (n/a %v), want a rate", floor.Name(), r.Scenario, m.Name, m.Value, m.NA)
+				}
+			}
 		}
-	}
-	// Every job is stored, in both keys.
-	q, err := floor.Open(ctx, "check")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := q.Produce(ctx, bench.Plan{N: 250, Producers: 2, Batch: 100}); err != nil {
-		t.Fatal(err)
-	}
-	if n := rdb.HLen(ctx, "fq:{floor:check}:jobs").Val(); n != 250 {
-		t.Errorf("%d bodies stored, want 250", n)
-	}
-	if n := rdb.ZCard(ctx, "fq:{floor:check}:due").Val(); n != 250 {
-		t.Errorf("%d ids due, want 250", n)
+		if want := []string{"enqueue", "scaling"}; !slices.Equal(got, want) {
+			t.Errorf("%s ran %v, want %v", floor.Name(), got, want)
+		}
+		for _, p := range []bench.Plan{{N: 250, Producers: 8}, {N: 250, Producers: 2, Batch: 100}} {
+			if err := env.Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			q, err := floor.Open(ctx, "check")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Delay = time.Hour
+			if _, err := q.Produce(ctx, p); err != nil {
+				t.Fatalf("%s, %+v: %v", floor.Name(), p, err)
+			}
+			if n := rdb.HLen(ctx, "fq:{floor:check}:jobs").Val(); n != 250 {
+				t.Errorf("%s, %+v: %d bodies stored, want 250", floor.Name(), p, n)
+			}
+			if n := rdb.ZCount(ctx, "fq:{floor:check}:due", "("+strconv.FormatInt(time.Now().Add(59*time.Minute).UnixMilli(), 10), "+inf").Val(); n != 250 {
+				t.Errorf("%s, %+v: %d ids due in an hour, want 250", floor.Name(), p, n)
+			}
+		}
 	}
 }

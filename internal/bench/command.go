@@ -128,7 +128,11 @@ func RunCommand(ctx context.Context, o Options, stdout, stderr io.Writer) error 
 		defer pprof.StopCPUProfile()
 	}
 	dq := &Delayq{RDB: rdb, Config: delayq.Config{Namespace: o.Namespace}, Revision: Revision()}
-	results := Run(ctx, env, scenarios, []Contestant{dq, &Floor{RDB: rdb, Namespace: o.Namespace}})
+	results := Run(ctx, env, scenarios, []Contestant{
+		dq,
+		&Floor{RDB: rdb, Namespace: o.Namespace},
+		&Floor{RDB: rdb, Namespace: o.Namespace, Pipelined: true},
+	})
 	if o.JSON {
 		err = WriteJSON(stdout, results)
 	} else {

@@ -91,7 +91,7 @@ func Run(ctx context.Context, env *Env, scenarios []Scenario, contestants []Cont
 }
 
 // Supports reports whether contestant c runs scenario name: every one, unless c says otherwise
-// with a Supports method (the Floor runs the enqueue scenario alone).
+// with a Supports method (the floors run the enqueue and scaling scenarios alone).
 func Supports(c Contestant, name string) bool {
 	s, ok := c.(interface{ Supports(string) bool })
 	return !ok || s.Supports(name)
