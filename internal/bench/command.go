@@ -39,6 +39,8 @@ type Options struct {
 	CPUProfile string
 	// ScalingPending, when above 0, replaces the scaling scenario's backlog size.
 	ScalingPending int
+	// ClusterAddrs are nodes of a Redis Cluster for the cluster scenario; empty starts its own.
+	ClusterAddrs []string
 }
 
 // Command returns the `bench` subcommand.
@@ -51,7 +53,8 @@ func Command() *cobra.Command {
 
 Without --redis it starts a temporary redis-server on a loopback port (default settings,
 hz 10, no persistence), which it flushes between scenarios. With --redis it deletes only
-the keys of its own namespace, unless --flush allows FLUSHALL.
+the keys of its own namespace, unless --flush allows FLUSHALL. The cluster scenario starts
+Redis Clusters of its own (1 and 3 primaries) unless --cluster-addrs names one.
 
 Scenarios: ` + scenarioNames() + `.`,
 		Args: cobra.NoArgs,
@@ -69,6 +72,7 @@ Scenarios: ` + scenarioNames() + `.`,
 	f.StringVar(&o.Namespace, "namespace", "delayq-bench", "delayq key prefix of the benchmark's jobs")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.IntVar(&o.ScalingPending, "scaling-pending", 0, "jobs pending in the scaling scenario's second probe (default 1,000,000; 10,000 with --quick)")
+	f.StringSliceVar(&o.ClusterAddrs, "cluster-addrs", nil, "host:port of nodes of a Redis Cluster for the cluster scenario, which deletes its namespace's keys there and resets the primaries' statistics (CONFIG RESETSTAT); empty starts clusters of 1 and 3 primaries")
 	return cmd
 }
 
@@ -93,7 +97,7 @@ func RunCommand(ctx context.Context, o Options, stdout, stderr io.Writer) error 
 	if o.ScalingPending < 0 {
 		return fmt.Errorf("--scaling-pending: %d is below 0", o.ScalingPending)
 	}
-	env := &Env{Quick: o.Quick, HTTP: o.HTTP, ScalingPending: o.ScalingPending, Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	env := &Env{Quick: o.Quick, HTTP: o.HTTP, ScalingPending: o.ScalingPending, ClusterAddrs: o.ClusterAddrs, Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	var rdb redis.UniversalClient
 	if o.Redis == "" {
 		srv, err := StartRedis(ctx)

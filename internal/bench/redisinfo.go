@@ -68,6 +68,10 @@ type CommandStat struct {
 	Calls       int64   `json:"calls"`
 	Usec        int64   `json:"usec"`
 	UsecPerCall float64 `json:"usec_per_call"`
+	// Failed counts the calls that answered an error, Rejected those refused before they ran
+	// (a wrong slot, a wrong argument count, …).
+	Failed   int64 `json:"failed_calls,omitempty"`
+	Rejected int64 `json:"rejected_calls,omitempty"`
 }
 
 // CommandStats returns INFO commandstats by command name (evalsha, zadd, …).
@@ -91,6 +95,10 @@ func CommandStats(ctx context.Context, rdb redis.UniversalClient) (map[string]Co
 				s.Calls, _ = strconv.ParseInt(v, 10, 64)
 			case "usec":
 				s.Usec, _ = strconv.ParseInt(v, 10, 64)
+			case "failed_calls":
+				s.Failed, _ = strconv.ParseInt(v, 10, 64)
+			case "rejected_calls":
+				s.Rejected, _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
 		out[name] = s

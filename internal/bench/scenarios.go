@@ -25,6 +25,9 @@ type Env struct {
 	HTTP string
 	// ScalingPending, when above 0, replaces the scaling scenario's backlog size.
 	ScalingPending int
+	// ClusterAddrs are nodes of a Redis Cluster for the cluster scenario; empty starts its own
+	// clusters of 1 and 3 primaries.
+	ClusterAddrs []string
 	// Log receives progress.
 	Log *slog.Logger
 
@@ -52,6 +55,7 @@ func Scenarios() []Scenario {
 		{"http", "HTTP API: batch enqueue (1000 per request), reserve up to 100, ack", runHTTP},
 		{"scaling", "enqueue rate with a large backlog pending against an empty Redis", runScaling},
 		{"scripts", "server time of each of delayq's scripts, from SLOWLOG with no threshold", runScripts},
+		{"cluster", "one topic of 16 partitions enqueued and drained on Redis Clusters of 1 and 3 primaries: each shard's Redis CPU per job, their spread, and the rate N shards project", runCluster},
 	}
 }
 

@@ -16,17 +16,22 @@ import (
 
 func startOnFreePort(t *testing.T, extra ...string) (*Process, string) {
 	t.Helper()
-	bin, err := Binary()
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	dir := t.TempDir()
+	return startOn(t, port, t.TempDir(), extra...)
+}
+
+// startOn starts redis-server on port with its files in dir and kills it when the test ends.
+func startOn(t *testing.T, port int, dir string, extra ...string) (*Process, string) {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
 	out, err := os.Create(filepath.Join(dir, "out.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -42,10 +42,6 @@ const (
 	pollInterval = 10 * time.Millisecond
 	// probeTimeout bounds one readiness probe connection.
 	probeTimeout = time.Second
-	// clusterBusOffset is the distance between a node's port and its cluster bus port.
-	clusterBusOffset = 10000
-	// maxPort keeps port+clusterBusOffset a valid port.
-	maxPort = 65535 - clusterBusOffset
 )
 
 // errPortInUse marks a start that failed because the port was taken.
@@ -141,14 +137,14 @@ func start(t testing.TB, cfg config) *Server {
 			t.Errorf("redistest: cleanup of %s: %v", s.Addr, err)
 		}
 		s.mu.Lock()
-		releasePort(s.port)
+		redisproc.ReleasePort(s.port)
 		s.port = 0
 		s.mu.Unlock()
 	})
 
 	var errs []error
 	for attempt := 0; attempt < startAttempts; attempt++ {
-		port, err := reservePort()
+		port, err := redisproc.ReservePort()
 		if err != nil {
 			t.Fatalf("redistest: %v", err)
 		}
@@ -163,7 +159,7 @@ func start(t testing.TB, cfg config) *Server {
 		}
 		_ = s.kill()
 		s.mu.Lock()
-		releasePort(s.port)
+		redisproc.ReleasePort(s.port)
 		s.port = 0
 		s.mu.Unlock()
 		if !errors.Is(err, errPortInUse) {
@@ -208,11 +204,7 @@ func (s *Server) args(fresh bool) ([]string, error) {
 		args = append(args, "--appendonly", "no")
 	}
 	if s.cfg.cluster {
-		args = append(args,
-			"--cluster-enabled", "yes",
-			"--cluster-config-file", filepath.Join(s.Dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000",
-		)
+		args = append(args, redisproc.ClusterArgs(filepath.Join(s.Dir, "nodes.conf"))...)
 	}
 	return append(args, s.cfg.args...), nil
 }
@@ -424,50 +416,4 @@ func (s *Server) Restart(t testing.TB) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// Ports in use by servers of this process, including each one's cluster bus
-// port (port+10000), so that parallel tests never pick the same port.
-var (
-	portMu   sync.Mutex
-	reserved = map[int]bool{}
-)
-
-// reservePort picks a port P < 55535 such that both P and P+10000 (the
-// cluster bus port) are free on 127.0.0.1 and not used by another server of
-// this process, and reserves both.
-func reservePort() (int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	for i := 0; i < 1000; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("pick a free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		if port >= maxPort || reserved[port] || reserved[port+clusterBusOffset] {
-			l.Close()
-			continue
-		}
-		bus, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port+clusterBusOffset)))
-		l.Close()
-		if err != nil {
-			continue
-		}
-		bus.Close()
-		reserved[port] = true
-		reserved[port+clusterBusOffset] = true
-		return port, nil
-	}
-	return 0, errors.New("no free port P with P+10000 free found")
-}
-
-func releasePort(port int) {
-	if port == 0 {
-		return
-	}
-	portMu.Lock()
-	defer portMu.Unlock()
-	delete(reserved, port)
-	delete(reserved, port+clusterBusOffset)
 }

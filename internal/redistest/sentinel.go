@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/redisproc"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -51,7 +52,7 @@ func NewSentinel(t testing.TB) *Sentinel {
 		if err != nil {
 			return err
 		}
-		return replicaSynced(s.Replica.Addr, repl)
+		return redisproc.ReplicaSynced(s.Replica.Addr, repl)
 	})
 	if err != nil {
 		t.Fatalf("redistest: replica %s of %s: %v", s.Replica.Addr, s.Primary.Addr, err)
