@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
+	"strings"
 	"time"
 )
 
@@ -126,6 +128,9 @@ type httpRun struct {
 	r      *Result
 	sz     httpSizes
 	opened int // connections the stages opened
+	// generator is the load generator's CPU time per 1,000 requests of each stage, when the
+	// server runs in a process of its own: the share of the machine the measuring took.
+	generator []string
 }
 
 func (h *httpRun) run(ctx context.Context, q Queue) error {
@@ -182,6 +187,9 @@ func (h *httpRun) run(ctx context.Context, q Queue) error {
 	if err := h.memory(ctx); err != nil {
 		return err
 	}
+	if len(h.generator) > 0 {
+		r.note("load generator CPU (this process, ms/1k requests): %s", strings.Join(h.generator, "; "))
+	}
 	if dials := int(h.g.dials.Load()); dials != h.opened {
 		r.note("the load generator dialled %d times for %d connections: the server closed some of them", dials, h.opened)
 	}
@@ -205,10 +213,12 @@ func (h *httpRun) stage(ctx context.Context, s httpStage) (driven, error) {
 	h.opened += s.conns
 	st := h.env.stage(ctx, s.name)
 	cpu0, cpuOK := h.t.cpu()
+	self0, selfErr := processCPU(os.Getpid())
 	d, err := drive(ctx, cs, s.n, s.every, func(ctx context.Context, c *conn, i int) (int, error) {
 		return s.op(ctx, c, topic, i)
 	})
 	cpu1, cpuOK1 := h.t.cpu()
+	self1, selfErr1 := processCPU(os.Getpid())
 	st.end(ctx, h.r)
 	if err != nil {
 		return d, fmt.Errorf("%s: %w", s.name, err)
@@ -220,6 +230,9 @@ func (h *httpRun) stage(ctx context.Context, s httpStage) (driven, error) {
 	}
 	if cpuOK && cpuOK1 && d.requests > 0 {
 		h.r.add(s.name+httpCPUSuffix, ms(cpu1-cpu0)*1000/float64(d.requests), httpCPUUnit, Lower)
+		if selfErr == nil && selfErr1 == nil {
+			h.generator = append(h.generator, fmt.Sprintf("%s %.0f", s.name, ms(self1-self0)*1000/float64(d.requests)))
+		}
 	} else {
 		h.r.na(s.name+httpCPUSuffix, httpCPUUnit, Lower, h.t.noCPU)
 	}

@@ -125,6 +125,10 @@ func checkHTTP(t *testing.T, r bench.Result, kind serverKind) {
 			t.Errorf("http: no Redis commands recorded for stage %q", s)
 		}
 	}
+	generator := strings.Contains(strings.Join(r.Notes, "\n"), "load generator CPU")
+	if generator != cpu {
+		t.Errorf("http: a note on the load generator's CPU time: %v, want %v: %q", generator, cpu, r.Notes)
+	}
 	pid := ""
 	for _, n := range r.Notes {
 		if m := serverPidRe.FindStringSubmatch(n); m != nil {
