@@ -16,7 +16,7 @@ const (
 	// batches of httpFillBatch from httpFillConns connections.
 	httpFillBatch = 1000
 	httpFillConns = 4
-	// libraryProducers is the library's enqueue rate the HTTP one is held against.
+	// libraryProducers enqueue through the library for the rate the HTTP one is held against.
 	libraryProducers = 16
 )
 
@@ -196,8 +196,8 @@ func (h *httpRun) run(ctx context.Context, q Queue) error {
 	return nil
 }
 
-// stage runs s on a topic of its own and adds its rate in jobs/s, and the server's CPU time
-// per 1,000 requests, to the result; the p99 alone of a paced stage.
+// stage runs s on a topic of its own and adds to the result its rate in jobs/s (its p99
+// latency instead, for a paced stage) and the server's CPU time per 1,000 requests.
 func (h *httpRun) stage(ctx context.Context, s httpStage) (driven, error) {
 	topic := fmt.Sprintf("bench-http-%d", h.env.seq.Add(1))
 	if s.backlog > 0 {

@@ -148,9 +148,9 @@ func checkHTTP(t *testing.T, r bench.Result, kind serverKind) {
 }
 
 // TestHTTPInProcess runs the http scenario with no delayq binary to run: the server runs in
-// the benchmark's process, and its CPU time is not measured.
+// the benchmark's process, and its CPU time is not measured. The http tests run one at a
+// time, before the parallel ones, whose timing-sensitive scenarios they would crowd out.
 func TestHTTPInProcess(t *testing.T) {
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	rdb := redistest.Standalone(t).Client(t)
@@ -166,7 +166,6 @@ func TestHTTPInProcess(t *testing.T) {
 // TestHTTPExistingServer runs the http scenario against a server it did not start, given
 // with its process id, as --http and --http-pid do.
 func TestHTTPExistingServer(t *testing.T) {
-	t.Parallel()
 	bin := bench.DelayqBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -48,9 +48,7 @@ type httpTarget struct {
 	pid int
 	// noCPU says why the server's CPU time is not measured, when pid is 0.
 	noCPU string
-	// sameRedis says whether the server stores its jobs in env.RDB, as memory figures need.
-	sameRedis bool
-	stop      func()
+	stop  func()
 	// exited reports, once the server process has ended, how, with its last log lines.
 	exited func() error
 }
@@ -66,6 +64,8 @@ func httpServer(ctx context.Context, env *Env, c Contestant, dc *delayq.Client, 
 		t := &httpTarget{base: strings.TrimRight(env.HTTP, "/"), pid: env.HTTPPid, stop: func() {}, exited: none}
 		if t.pid == 0 {
 			t.noCPU = "the server at --http has no --http-pid"
+		} else if _, err := processCPU(t.pid); err != nil {
+			return nil, fmt.Errorf("the CPU time of the server at --http, pid %d: %w", t.pid, err)
 		}
 		r.note("the server at %s, on whichever Redis it was started with", t.base)
 		return t, nil
@@ -78,8 +78,12 @@ func httpServer(ctx context.Context, env *Env, c Contestant, dc *delayq.Client, 
 		if err != nil {
 			return nil, err
 		}
-		r.note("`delayq server` as a process of its own (pid %d, %s) on the benchmark's Redis, default settings but --namespace %q", p.proc.Pid(), env.Server, ns)
-		return &httpTarget{base: p.base, pid: p.proc.Pid(), sameRedis: true, stop: p.stop, exited: p.exitErr}, nil
+		settings := "its default settings"
+		if ns != "" {
+			settings += fmt.Sprintf(" but --namespace %s", ns)
+		}
+		r.note("`delayq server` as a process of its own (pid %d, %s) on the benchmark's Redis, with %s", p.proc.Pid(), env.Server, settings)
+		return &httpTarget{base: p.base, pid: p.proc.Pid(), stop: p.stop, exited: p.exitErr}, nil
 	}
 	h, err := httpapi.New(httpapi.Config{Client: dc, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -93,7 +97,7 @@ func httpServer(ctx context.Context, env *Env, c Contestant, dc *delayq.Client, 
 	go func() { _ = srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
 	r.note("an in-process server on %s on the benchmark's Redis (no delayq binary to run: see --server-bin)", base)
-	return &httpTarget{base: base, noCPU: "the server runs inside the benchmark's process", sameRedis: true, stop: func() { _ = srv.Close() }, exited: none}, nil
+	return &httpTarget{base: base, noCPU: "the server runs inside the benchmark's process", stop: func() { _ = srv.Close() }, exited: none}, nil
 }
 
 // cpu returns the CPU time (user and system) the server has used so far, or false when it is
