@@ -189,3 +189,18 @@ func mustSelect(t *testing.T, list string) []bench.Scenario {
 	}
 	return s
 }
+
+// TestHTTPPidUnreadable checks that a server process id whose CPU time cannot be read fails
+// the scenario at once, instead of leaving every CPU figure unexplained.
+func TestHTTPPidUnreadable(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rdb := redistest.Standalone(t).Client(t)
+	// Above the largest pid Linux hands out (2^22).
+	env := &bench.Env{RDB: rdb, Reset: bench.Flusher(rdb), Quick: true, HTTP: "http://127.0.0.1:1", HTTPPid: 1<<22 + 1}
+	dq := &bench.Delayq{RDB: rdb, Config: delayq.Config{Namespace: "hp"}}
+	r := bench.Run(ctx, env, mustSelect(t, "http"), []bench.Contestant{dq})[0]
+	if !strings.Contains(r.Error, "pid 4194305") || len(r.Metrics) != 0 {
+		t.Errorf("http with an unreadable --http-pid: error %q and %d metrics, want an error naming the pid and none", r.Error, len(r.Metrics))
+	}
+}
