@@ -19,10 +19,12 @@ import (
 // that the figures are sane: every rate positive, no early delivery, memory grown.
 func TestBenchQuick(t *testing.T) {
 	t.Parallel()
+	bin := bench.DelayqBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	rdb := redistest.Standalone(t).Client(t)
-	env := &bench.Env{RDB: rdb, Reset: bench.Flusher(rdb), Quick: true}
+	srv := redistest.Standalone(t)
+	rdb := srv.Client(t)
+	env := &bench.Env{RDB: rdb, Reset: bench.Flusher(rdb), Quick: true, Server: bin, RedisURL: "redis://" + srv.Addr}
 	dq := &bench.Delayq{RDB: rdb, Config: delayq.Config{Namespace: "bq"}}
 	results := bench.Run(ctx, env, bench.Scenarios(), []bench.Contestant{dq})
 	if len(results) != len(bench.Scenarios()) {
@@ -67,6 +69,7 @@ func TestBenchQuick(t *testing.T) {
 	if m, ok := byName["burst"].Metric("all delivered"); !ok || m.Value < 0 {
 		t.Errorf("burst: all delivered = %+v, want a time at or after the due instant", m)
 	}
+	checkHTTP(t, byName["http"], ownProcess)
 	var buf bytes.Buffer
 	if err := bench.WriteTable(&buf, results); err != nil {
 		t.Fatal(err)

@@ -30,6 +30,11 @@ type Options struct {
 	Quick bool
 	// HTTP is the base URL of a running delayq server for the HTTP scenario.
 	HTTP string
+	// HTTPPid is the process id of the server at HTTP, for its CPU time.
+	HTTPPid int
+	// Server is the delayq binary the HTTP scenario runs as its server when HTTP is empty.
+	// Defaults to this executable when it is delayq; failing that, the server runs in process.
+	Server string
 	// Flush allows FLUSHALL on the Redis given by Redis; without it only the benchmark's own
 	// namespace is deleted between scenario parts.
 	Flush bool
@@ -67,7 +72,9 @@ Scenarios: ` + scenarioNames() + `.`,
 	f.StringVar(&o.Scenarios, "scenarios", "all", "comma-separated scenarios to run: "+scenarioNames())
 	f.BoolVar(&o.JSON, "json", false, "write the results as JSON")
 	f.BoolVar(&o.Quick, "quick", false, "small counts, for a smoke run of a few seconds")
-	f.StringVar(&o.HTTP, "http", "", "base URL of a running delayq server for the http scenario; empty starts one in process")
+	f.StringVar(&o.HTTP, "http", "", "base URL of a running delayq server for the http scenario; empty starts one")
+	f.IntVar(&o.HTTPPid, "http-pid", 0, "process id of the server at --http, whose CPU time the http scenario then reads")
+	f.StringVar(&o.Server, "server-bin", "", "delayq `binary` the http scenario runs as its server, \"delayq server\" (default: this executable, when it is delayq; else the server runs in process)")
 	f.BoolVar(&o.Flush, "flush", false, "allow FLUSHALL on the Redis given with --redis")
 	f.StringVar(&o.Namespace, "namespace", "delayq-bench", "delayq key prefix of the benchmark's jobs")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
@@ -97,7 +104,11 @@ func RunCommand(ctx context.Context, o Options, stdout, stderr io.Writer) error 
 	if o.ScalingPending < 0 {
 		return fmt.Errorf("--scaling-pending: %d is below 0", o.ScalingPending)
 	}
-	env := &Env{Quick: o.Quick, HTTP: o.HTTP, ScalingPending: o.ScalingPending, ClusterAddrs: o.ClusterAddrs, Log: slog.New(slog.NewTextHandler(stderr, nil))}
+	if o.Server == "" {
+		o.Server = serverBinary()
+	}
+	env := &Env{Quick: o.Quick, HTTP: o.HTTP, HTTPPid: o.HTTPPid, Server: o.Server, RedisURL: o.Redis,
+		ScalingPending: o.ScalingPending, ClusterAddrs: o.ClusterAddrs, Log: slog.New(slog.NewTextHandler(stderr, nil))}
 	var rdb redis.UniversalClient
 	if o.Redis == "" {
 		srv, err := StartRedis(ctx)
@@ -105,6 +116,7 @@ func RunCommand(ctx context.Context, o Options, stdout, stderr io.Writer) error 
 			return err
 		}
 		defer srv.Stop()
+		env.RedisURL = srv.URL()
 		rdb = redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 128})
 		env.Reset = Flusher(rdb)
 		env.Log.Info("bench: started a temporary redis-server", "addr", srv.Addr)

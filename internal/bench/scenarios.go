@@ -20,9 +20,17 @@ type Env struct {
 	Reset func(ctx context.Context) error
 	// Quick shrinks every count, for a smoke run of a few seconds.
 	Quick bool
-	// HTTP is the base URL of a running delayq server for the HTTP scenario; empty starts one
-	// in process.
+	// HTTP is the base URL of a running delayq server for the HTTP scenario; empty starts one.
 	HTTP string
+	// HTTPPid is the process id of the server at HTTP, whose CPU time the HTTP scenario then
+	// reads from /proc; 0: its CPU time is not measured.
+	HTTPPid int
+	// Server is the delayq binary that the HTTP scenario runs as `delayq server`, a process of
+	// its own on RedisURL, when HTTP is empty. Without it (or RedisURL) the server runs inside
+	// the benchmark's process, and its CPU time is not measured.
+	Server string
+	// RedisURL is the URL of RDB, for the server process.
+	RedisURL string
 	// ScalingPending, when above 0, replaces the scaling scenario's backlog size.
 	ScalingPending int
 	// ClusterAddrs are nodes of a Redis Cluster for the cluster scenario; empty starts its own
@@ -52,7 +60,7 @@ func Scenarios() []Scenario {
 		{"precision-load", "lateness of jobs due five times as often while 16 producers enqueue flat out into another topic", runPrecisionUnderLoad},
 		{"e2e", "jobs due at once with 16 handlers doing nothing: enqueue-to-last-ack rate, and backlog drain rate", runE2E},
 		{"burst", "jobs all due at one instant: time until all are delivered, slowest Redis command", runBurst},
-		{"http", "HTTP API: batch enqueue (1000 per request), reserve up to 100, ack", runHTTP},
+		{"http", "delayq server: enqueue (1 and 100 jobs a request) and reserve+ack with 1 and 64 connections, server CPU, p99 at half load, memory per job", runHTTP},
 		{"scaling", "enqueue rate with a large backlog pending against an empty Redis", runScaling},
 		{"scripts", "server time of each of delayq's scripts, from SLOWLOG with no threshold", runScripts},
 		{"cluster", "one topic of 16 partitions enqueued and drained on Redis Clusters of 1 and 3 primaries: each shard's Redis CPU per job, their spread, and the rate N shards project", runCluster},

@@ -34,6 +34,7 @@ type Options struct {
 	Bin  string   // the redis-server binary
 	Args []string // its command line
 	Dir  string   // its working directory; empty: the current one
+	Env  []string // its environment; nil: this process's
 	// Output receives the process's stdout and stderr and is closed once it has exited.
 	Output io.WriteCloser
 	// ExtraFiles are inherited by the process (as in exec.Cmd).
@@ -62,6 +63,7 @@ type Process struct {
 func Start(o Options) (*Process, error) {
 	cmd := exec.Command(o.Bin, o.Args...)
 	cmd.Dir = o.Dir
+	cmd.Env = o.Env
 	if o.Output != nil {
 		cmd.Stdout, cmd.Stderr = o.Output, o.Output
 	}
