@@ -148,7 +148,7 @@ func (q *delayqQueue) Close(ctx context.Context) error {
 func produce(ctx context.Context, p Plan, maxBatch int, enqueue func(ctx context.Context, from, to int) error) (Produced, error) {
 	p = p.withDefaults()
 	batch := min(p.Batch, maxBatch)
-	var next atomic.Int64
+	var next, stored atomic.Int64
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -176,11 +176,13 @@ func produce(ctx context.Context, p Plan, maxBatch int, enqueue func(ctx context
 					cancel()
 					return
 				}
+				stored.Add(int64(to - from))
 			}
 		}()
 	}
 	wg.Wait()
 	out.End = time.Now()
+	out.Stored = int(stored.Load())
 	err := firstErr
 	return out, err
 }

@@ -93,6 +93,9 @@ func (p Plan) withDefaults() Plan {
 type Produced struct {
 	Start time.Time // before the first enqueue call
 	End   time.Time // after the last one returned
+	// Stored counts the jobs of the calls that succeeded: when Produce fails or is cut short,
+	// those that were stored. A queue that cannot tell leaves it 0.
+	Stored int
 }
 
 // Delivery is one job handed to a handler.
