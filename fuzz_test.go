@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -24,6 +26,24 @@ func FuzzValidateID(f *testing.F) {
 		}
 		if err != nil && !errors.Is(err, ErrInvalid) {
 			t.Fatalf("ValidateID(%q) = %v, not ErrInvalid", id, err)
+		}
+	})
+}
+
+// FuzzValidateTopic holds the topic check to the rule it states, as a regular expression.
+func FuzzValidateTopic(f *testing.F) {
+	rule := regexp.MustCompile(topicPattern)
+	for _, s := range []string{"a", "orders.v2", "a_b-c", "", "-a", ".a", "_a", "a b", "a{b}", "é", "a\n",
+		strings.Repeat("a", 128), strings.Repeat("a", 129), "A9", "9", "a:b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, topic string) {
+		err := ValidateTopic(topic)
+		if want := rule.MatchString(topic); (err == nil) != want {
+			t.Fatalf("ValidateTopic(%q) = %v; the rule %s says valid = %v", topic, err, topicPattern, want)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("ValidateTopic(%q) = %v, not ErrInvalid", topic, err)
 		}
 	})
 }
