@@ -54,10 +54,12 @@ func runContestant(ctx context.Context, o options, dataDir string, log *slog.Log
 	rdb := redis.NewClient(&redis.Options{Addr: o.redis})
 	defer rdb.Close()
 	env := &bench.Env{
-		RDB:   rdb,
-		Reset: bench.Flusher(rdb),
-		Quick: o.quick,
-		Log:   log.With("run", o.run),
+		RDB:      rdb,
+		Reset:    bench.Flusher(rdb),
+		Quick:    o.quick,
+		Server:   o.serverBin,
+		RedisURL: "redis://" + o.redis,
+		Log:      log.With("run", o.run),
 	}
 	if err := warmUp(ctx, c, o.quick); err != nil {
 		return fmt.Errorf("warming %s up: %w", o.contestant, err)

@@ -50,6 +50,9 @@ type options struct {
 	scenario   string
 	run        int
 	redis      string
+	// serverBin is the delayq binary the http scenario runs as `delayq server`, a process of
+	// its own whose CPU time it reads; the harness builds it when empty.
+	serverBin string
 }
 
 // defaultQueues are the queues and floors a run measures unless -queues says otherwise.
@@ -70,6 +73,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.scenario, "scenario", "", "internal: the scenario -contestant runs")
 	fs.IntVar(&o.run, "run", 0, "internal: the number of the run -contestant takes part in")
 	fs.StringVar(&o.redis, "redis", "", "internal: the address of the redis-server -contestant uses")
+	fs.StringVar(&o.serverBin, "server-bin", "", "the delayq binary the http scenario runs as its server; built from the repository when empty")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -44,6 +44,21 @@ func measure(ctx context.Context, o options, dataDir string, log *slog.Logger, s
 	if err != nil {
 		return nil, err
 	}
+	if o.serverBin == "" {
+		// The http scenario runs delayq's server as a process of its own, so that its CPU time
+		// per request can be read apart from the load generator's.
+		dir, err := os.MkdirTemp("", "delayq-peers-server-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		o.serverBin = filepath.Join(dir, "delayq")
+		build := exec.CommandContext(ctx, "go", "build", "-o", o.serverBin, "./cmd/delayq")
+		build.Dir, build.Stderr = o.root, stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("building delayq for the http scenario: %w", err)
+		}
+	}
 	srv, err := bench.StartRedis(ctx)
 	if err != nil {
 		return nil, err
@@ -121,7 +136,7 @@ type childOutput struct {
 func runChild(ctx context.Context, self string, o options, contestant, scenario string, run int, redisAddr string, stderr io.Writer) (childOutput, error) {
 	args := []string{
 		"-contestant", contestant, "-scenario", scenario, "-run", strconv.Itoa(run),
-		"-redis", redisAddr, "-root", o.root,
+		"-redis", redisAddr, "-root", o.root, "-server-bin", o.serverBin,
 	}
 	if o.quick {
 		args = append(args, "-quick")

@@ -151,6 +151,7 @@ func timesBestPeer(k float64) func(float64, map[string]float64) bool {
 // targets are the goals of the performance work, by scenario and metric.
 var targets = map[string]map[string]target{
 	"enqueue": {
+		"1 producer":   {"> asynq", func(d float64, p map[string]float64) bool { a, ok := p["asynq"]; return ok && d > a }},
 		"16 producers": {"≥ 2× asynq", func(d float64, p map[string]float64) bool { a, ok := p["asynq"]; return ok && d >= 2*a }},
 		"batch 100":    {"≥ 150,000", atLeast(150_000)},
 		"batch 1000":   {"≥ 150,000", atLeast(150_000)},
@@ -163,6 +164,16 @@ var targets = map[string]map[string]target{
 		"p99 (receipt)":       {"≤ 5", atMost(5)},
 		"max (receipt)":       {"≤ 20", atMost(20)},
 		"early (receipt)":     {"0", atMost(0)},
+	},
+	"precision-load": {
+		"p99 (Redis clock)":   {"≤ 5", atMost(5)},
+		"max (Redis clock)":   {"≤ 20", atMost(20)},
+		"early (Redis clock)": {"0", atMost(0)},
+	},
+	"http": {
+		"enqueue 1 job/request, 64 conns vs library":                     {"≥ 50", atLeast(50)},
+		"enqueue 1 job/request, 64 conns at half that rate: p99 latency": {"≤ 5", atMost(5)},
+		"memory per pending job at 100k jobs":                            {"≤ 300", atMost(300)},
 	},
 	"e2e": {
 		"end-to-end": {"≥ 2× best peer", timesBestPeer(2)},
