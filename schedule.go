@@ -98,22 +98,31 @@ func (s ScheduleSpec) Validate(l Limits) error {
 // compiled is a validated schedule: when it ticks and the job each tick enqueues.
 type compiled struct {
 	ticks  ticker
-	job    store.NewJob // the template, without an id or a due time
 	missed MissedPolicy
+	topic  string
+	job    store.NewJob // the template, without an id or a due time
 }
 
 // compile validates s against l (defaults set) for a schedule created at created, which an
 // @every schedule without StartAt counts its ticks from.
 func (s ScheduleSpec) compile(l Limits, created time.Time) (compiled, error) {
-	var c compiled
-	when, every, err := parseCron(s.Cron, s.TimeZone)
+	c, err := s.timing(created)
 	if err != nil {
 		return c, err
 	}
 	if err := ValidateTopic(s.Topic); err != nil {
 		return c, err
 	}
-	if c.job, err = s.template(l); err != nil {
+	c.topic = s.Topic
+	c.job, err = s.template(l)
+	return c, err
+}
+
+// timing validates when s ticks and what it does with missed ticks.
+func (s ScheduleSpec) timing(created time.Time) (compiled, error) {
+	var c compiled
+	when, every, err := parseCron(s.Cron, s.TimeZone)
+	if err != nil {
 		return c, err
 	}
 	if !s.StartAt.IsZero() && s.StartAt.UnixMilli() <= 0 {
