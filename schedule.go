@@ -174,6 +174,9 @@ func (s ScheduleSpec) template(l Limits) (store.NewJob, error) {
 	return j, err
 }
 
+// maxCron is the longest cron expression, in bytes.
+const maxCron = 256
+
 // cronParser reads standard five-field expressions and descriptors.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
@@ -190,6 +193,9 @@ func parseCron(expr, tz string) (when cron.Schedule, every time.Duration, err er
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
 		return nil, 0, invalid("cron", "is required, such as \"*/5 * * * *\" or \"@every 30s\"")
+	}
+	if len(expr) > maxCron {
+		return nil, 0, invalid("cron", "is longer than %d bytes", maxCron)
 	}
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return nil, 0, invalid("cron", "give the time zone in timezone, not in the expression")

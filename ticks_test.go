@@ -198,6 +198,7 @@ func TestScheduleValidation(t *testing.T) {
 		says  string
 	}{
 		{"no cron", func(s *ScheduleSpec) { s.Cron = " " }, "cron", "required"},
+		{"too long", func(s *ScheduleSpec) { s.Cron = strings.Repeat("*", 257) }, "cron", "longer than 256 bytes"},
 		{"six fields", func(s *ScheduleSpec) { s.Cron = "0 */5 * * * *" }, "cron", "expected exactly 5 fields"},
 		{"bad field", func(s *ScheduleSpec) { s.Cron = "61 * * * *" }, "cron", "61"},
 		{"bad descriptor", func(s *ScheduleSpec) { s.Cron = "@fortnightly" }, "cron", "unrecognized descriptor"},
