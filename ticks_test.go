@@ -255,3 +255,35 @@ func TestTickIDsSortByTime(t *testing.T) {
 		t.Fatalf("the longest name's tick id: %v", err)
 	}
 }
+
+// Any cron expression and time zone is accepted or refused as ErrInvalid, never a panic; an
+// accepted one ticks forward, and latest agrees with next.
+func FuzzScheduleCron(f *testing.F) {
+	for _, s := range []string{"*/5 * * * *", "@every 1s", "@every 500ms", "0 9 * * MON-FRI", "61 * * * *", "@hourly", "0-59/0 * * * *", "* * 31 2 *", "@every 9999999h", "TZ=UTC * * * * *"} {
+		f.Add(s, "Europe/Berlin")
+	}
+	f.Add("0 2 * * *", "")
+	f.Add("0 2 * * *", "Local")
+	created := utc("2026-03-28T00:00:00.300Z")
+	f.Fuzz(func(t *testing.T, cron, tz string) {
+		c, err := ScheduleSpec{Cron: cron, TimeZone: tz, Topic: "t"}.compile(Limits{}.WithDefaults(), created)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("compile(%q, %q): %v, not ErrInvalid", cron, tz, err)
+			}
+			return
+		}
+		ticks := c.ticks.upcoming(created, 3)
+		if len(ticks) == 0 || !ticks[0].After(created) {
+			t.Fatalf("compile(%q, %q): ticks %v", cron, tz, ticks)
+		}
+		for i := 1; i < len(ticks); i++ {
+			if !ticks[i].After(ticks[i-1]) {
+				t.Fatalf("%q: ticks %v do not move forward", cron, ticks)
+			}
+			if got := c.ticks.latest(created, ticks[i]); !got.Equal(ticks[i-1]) {
+				t.Fatalf("%q: latest before %v is %v, want %v", cron, ticks[i], got, ticks[i-1])
+			}
+		}
+	})
+}
