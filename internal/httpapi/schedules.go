@@ -43,6 +43,9 @@ func (a *api) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if s.Job.CallbackURL != "" && a.pushed != nil {
+		a.pushed(s.Topic) // push delivery starts on a new topic before its first tick is due
+	}
 	status := http.StatusOK
 	if p.created {
 		status = http.StatusCreated

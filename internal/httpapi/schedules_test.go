@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,5 +75,26 @@ func TestScheduleEndpoints(t *testing.T) {
 	msg := e.call("GET", "/v1/schedules/fast", nil).wantError(t, http.StatusNotFound, codeNotFound).Message
 	if msg != `schedule "fast" not found` {
 		t.Fatalf("message %q", msg)
+	}
+}
+
+// A schedule of push jobs starts push delivery on its topic at once, as an enqueue does.
+func TestPushScheduleWatchesItsTopic(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var watched []string
+	e := newEnv(t, func(c *Config) {
+		c.PushEnqueued = func(topic string) {
+			mu.Lock()
+			defer mu.Unlock()
+			watched = append(watched, topic)
+		}
+	})
+	body := `{"cron": "@hourly", "topic": "hooks", "job": {"callback_url": "https://example.com/h"}}`
+	e.raw(e.pushURL, "PUT", "/v1/schedules/hook", "application/json", body).want(t, http.StatusCreated)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(watched) != 1 || watched[0] != "hooks" {
+		t.Fatalf("watched %v, want [hooks]", watched)
 	}
 }
