@@ -6,6 +6,11 @@
 // handlers on top of a Client with a concurrency limit, lease renewal, retries and graceful
 // shutdown. Both take the caller's redis.UniversalClient: standalone, Sentinel or Cluster.
 //
+// Schedules are recurring jobs: PutSchedule stores a cron expression (or an @every interval), a
+// time zone and a job template, and a Scheduler enqueues one job per tick, ahead of its time, as
+// an ordinary delayed job with the id TickID(name, tick). Any number of Schedulers may run on
+// one Redis with no leader among them: each tick still gives exactly one job.
+//
 // Guarantees:
 //   - Durable enqueue: once Enqueue returns nil the job is delivered at least once unless
 //     cancelled, as long as Redis keeps its data (appendonly yes; appendfsync always to survive

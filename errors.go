@@ -26,17 +26,22 @@ var (
 	ErrClosed = errors.New("delayq: closed")
 )
 
-// NotFoundError says which topic, or which job of a topic, does not exist. It matches
-// ErrNotFound.
+// NotFoundError says which topic, which job of a topic, or which schedule does not exist. It
+// matches ErrNotFound.
 type NotFoundError struct {
 	Topic string
 	ID    string // "" when the topic itself does not exist
+	// Schedule names the schedule that does not exist; Topic and ID are empty then.
+	Schedule string
 }
 
 func (e *NotFoundError) Error() string { return "delayq: " + e.Message() }
 
 // Message is the error without the package's prefix, for an API's error body.
 func (e *NotFoundError) Message() string {
+	if e.Schedule != "" {
+		return fmt.Sprintf("schedule %q not found", e.Schedule)
+	}
 	if e.ID == "" {
 		return fmt.Sprintf("topic %q not found", e.Topic)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The IANA time zones of schedules, for hosts without a tz database (slim containers).
+	_ "time/tzdata"
 
 	"github.com/delayq/delayq/internal/cli"
 )

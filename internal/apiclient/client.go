@@ -264,6 +264,66 @@ func (c *Client) deleteDead(ctx context.Context, topic string, in apiv1.DeadSele
 	return out.Deleted, nil
 }
 
+// schedulePath returns the path of one schedule, or of an action on it.
+func schedulePath(name string, rest ...string) string {
+	p := "/v1/schedules/" + url.PathEscape(name)
+	for _, r := range rest {
+		p += "/" + r
+	}
+	return p
+}
+
+// PutSchedule creates schedule name, or replaces it, and reports whether it created it.
+func (c *Client) PutSchedule(ctx context.Context, name string, s ScheduleRequest) (*apiv1.Schedule, bool, error) {
+	body, err := s.encode()
+	if err != nil {
+		return nil, false, err
+	}
+	var out apiv1.Schedule
+	status, err := c.send(ctx, http.MethodPut, schedulePath(name), RawBody(body), &out)
+	if err != nil {
+		return nil, false, err
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
+// Schedule returns one schedule.
+func (c *Client) Schedule(ctx context.Context, name string) (*apiv1.Schedule, error) {
+	return c.scheduleCall(ctx, http.MethodGet, schedulePath(name))
+}
+
+// Schedules returns every schedule.
+func (c *Client) Schedules(ctx context.Context) ([]apiv1.Schedule, error) {
+	var out apiv1.ScheduleList
+	if err := c.Do(ctx, http.MethodGet, "/v1/schedules", nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Schedules, nil
+}
+
+// DeleteSchedule deletes a schedule; the jobs of ticks enqueued already stay.
+func (c *Client) DeleteSchedule(ctx context.Context, name string) error {
+	return c.Do(ctx, http.MethodDelete, schedulePath(name), nil, nil)
+}
+
+// PauseSchedule stops a schedule from enqueueing ticks until it is resumed.
+func (c *Client) PauseSchedule(ctx context.Context, name string) (*apiv1.Schedule, error) {
+	return c.scheduleCall(ctx, http.MethodPost, schedulePath(name, "pause"))
+}
+
+// ResumeSchedule lets a paused schedule tick again, from now.
+func (c *Client) ResumeSchedule(ctx context.Context, name string) (*apiv1.Schedule, error) {
+	return c.scheduleCall(ctx, http.MethodPost, schedulePath(name, "resume"))
+}
+
+func (c *Client) scheduleCall(ctx context.Context, method, path string) (*apiv1.Schedule, error) {
+	var out apiv1.Schedule
+	if err := c.Do(ctx, method, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Healthz reports whether the server runs.
 func (c *Client) Healthz(ctx context.Context) error {
 	return c.Do(ctx, http.MethodGet, "/healthz", nil, nil)
@@ -281,19 +341,25 @@ type RawBody []byte
 // when out is not nil. in, when not nil, is sent as the JSON body: a RawBody as it is, any
 // other value encoded with encoding/json. A non-2xx answer is an *Error.
 func (c *Client) Do(ctx context.Context, method, path string, in, out any) error {
+	_, err := c.send(ctx, method, path, in, out)
+	return err
+}
+
+// send is Do that also returns a 2xx answer's status.
+func (c *Client) send(ctx context.Context, method, path string, in, out any) (int, error) {
 	var body io.Reader
 	if raw, ok := in.(RawBody); ok {
 		body = bytes.NewReader(raw)
 	} else if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return fmt.Errorf("apiclient: encoding the %s %s request: %w", method, path, err)
+			return 0, fmt.Errorf("apiclient: encoding the %s %s request: %w", method, path, err)
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
-		return fmt.Errorf("apiclient: %w", err)
+		return 0, fmt.Errorf("apiclient: %w", err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -305,20 +371,20 @@ func (c *Client) Do(ctx context.Context, method, path string, in, out any) error
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("apiclient: %w", err)
+		return 0, fmt.Errorf("apiclient: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return readError(resp)
+		return 0, readError(resp)
 	}
 	if out == nil {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return nil
+		return resp.StatusCode, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("apiclient: decoding the answer to %s %s: %w", method, path, err)
+		return 0, fmt.Errorf("apiclient: decoding the answer to %s %s: %w", method, path, err)
 	}
-	return nil
+	return resp.StatusCode, nil
 }
 
 // readError turns a non-2xx answer into an *Error, with or without the API's error body.

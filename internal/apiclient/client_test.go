@@ -329,3 +329,44 @@ func testContext(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+func TestSchedules(t *testing.T) {
+	t.Parallel()
+	c := newServer(t)
+	ctx := testContext(t)
+	start := time.Now().Add(time.Hour).Truncate(time.Second).UTC()
+	req := apiclient.ScheduleRequest{
+		Cron: "@every 1m", Topic: "reports", StartAt: start, Missed: "skip",
+		Job: apiclient.JobRequest{Body: json.RawMessage(`{"r": 1}`), Priority: 3},
+	}
+	s, created, err := c.PutSchedule(ctx, "hourly", req)
+	if err != nil || !created {
+		t.Fatalf("PutSchedule: %+v, created %v, %v", s, created, err)
+	}
+	if s.Cron != "@every 1m" || s.Missed != "skip" || !s.StartAt.Equal(start) || !s.NextRuns[0].Equal(start) || *s.Job.Priority != 3 {
+		t.Fatalf("PutSchedule answered %+v", s)
+	}
+	if _, created, err := c.PutSchedule(ctx, "hourly", req); err != nil || created {
+		t.Fatalf("a second PutSchedule: created %v, %v", created, err)
+	}
+	if p, err := c.PauseSchedule(ctx, "hourly"); err != nil || !p.Paused {
+		t.Fatalf("PauseSchedule: %+v, %v", p, err)
+	}
+	if r, err := c.ResumeSchedule(ctx, "hourly"); err != nil || r.Paused {
+		t.Fatalf("ResumeSchedule: %+v, %v", r, err)
+	}
+	if list, err := c.Schedules(ctx); err != nil || len(list) != 1 || list[0].Name != "hourly" {
+		t.Fatalf("Schedules: %+v, %v", list, err)
+	}
+	if err := c.DeleteSchedule(ctx, "hourly"); err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *apiclient.Error
+	if _, err := c.Schedule(ctx, "hourly"); !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
+		t.Fatalf("Schedule after delete: %v, want a 404", err)
+	}
+	req.Cron = "@every 500ms"
+	if _, _, err := c.PutSchedule(ctx, "fast", req); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" || !strings.Contains(apiErr.Message, "cron") {
+		t.Fatalf("an interval under 1s: %v", err)
+	}
+}

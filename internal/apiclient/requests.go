@@ -78,6 +78,42 @@ func (r JobRequest) encode() ([]byte, error) {
 	return b, nil
 }
 
+// ScheduleRequest is a schedule to create or replace. Zero fields are left out of the request,
+// so the server's defaults apply.
+type ScheduleRequest struct {
+	// Cron is a five-field cron expression or a descriptor such as @hourly or "@every 30s".
+	Cron string
+	// Timezone is an IANA time zone such as Europe/Berlin; empty: UTC.
+	Timezone string
+	// Topic is where each tick's job goes.
+	Topic string
+	// Job is the template of each tick's job; its ID, Delay and RunAt must be zero.
+	Job JobRequest
+	// StartAt and EndAt bound the ticks.
+	StartAt, EndAt time.Time
+	// Missed is latest or skip; empty: latest.
+	Missed string
+}
+
+// encode writes the request, the job's body byte for byte.
+func (r ScheduleRequest) encode() ([]byte, error) {
+	w := &apiv1.ScheduleRequest{
+		Cron: nonZero(r.Cron), Timezone: nonZero(r.Timezone), Topic: nonZero(r.Topic),
+		Job: r.Job.wire(), Missed: nonZero(r.Missed),
+	}
+	if !r.StartAt.IsZero() {
+		w.StartAt = new(apiv1.FormatTime(r.StartAt))
+	}
+	if !r.EndAt.IsZero() {
+		w.EndAt = new(apiv1.FormatTime(r.EndAt))
+	}
+	b, err := w.Encode()
+	if err != nil {
+		return nil, fmt.Errorf("apiclient: schedule: %w", err)
+	}
+	return b, nil
+}
+
 // ReserveRequest shapes a reserve. Zero fields take the server's defaults.
 type ReserveRequest struct {
 	// Max is the most jobs to lease; defaults to 1.

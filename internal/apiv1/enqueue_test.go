@@ -72,3 +72,27 @@ func TestDeadSelectionLeavesOutWhatIsNotGiven(t *testing.T) {
 		}
 	}
 }
+
+func TestScheduleRequestEncodeKeepsTheJobsBody(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		in   ScheduleRequest
+		want string
+	}{
+		{ScheduleRequest{Cron: new("@hourly")}, `{"cron":"@hourly"}`},
+		{ScheduleRequest{Job: &EnqueueRequest{}}, `{"job":{}}`},
+		{ScheduleRequest{Cron: new("*/5 * * * *"), Topic: new("t"), Job: &EnqueueRequest{Body: json.RawMessage(`{"a": "<&>"}`), TTRMs: new(int64(100))}},
+			`{"job":{"body":{"a": "<&>"},"ttr_ms":100},"cron":"*/5 * * * *","topic":"t"}`},
+	} {
+		got, err := tt.in.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != tt.want {
+			t.Errorf("Encode = %s, want %s", got, tt.want)
+		}
+	}
+	if _, err := (&ScheduleRequest{Job: &EnqueueRequest{Body: json.RawMessage(`{`)}}).Encode(); err == nil {
+		t.Error("a job body that is not JSON was encoded")
+	}
+}

@@ -61,6 +61,7 @@ is given); the other commands call a running server's API.`),
 		newTopicsCmd(),
 		newStatsCmd(),
 		newDeadCmd(),
+		newScheduleCmd(),
 		newWebhookSecretCmd(),
 		bench.Command(),
 	)

@@ -102,6 +102,62 @@ func printStats(w io.Writer, s *apiv1.TopicStats) {
 	tw.Flush()
 }
 
+// printSchedule writes one schedule as a list of fields.
+func printSchedule(w io.Writer, s *apiv1.Schedule) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "name\t%s\n", s.Name)
+	fmt.Fprintf(tw, "cron\t%s\n", s.Cron)
+	fmt.Fprintf(tw, "timezone\t%s\n", s.Timezone)
+	fmt.Fprintf(tw, "topic\t%s\n", s.Topic)
+	if s.StartAt != nil {
+		fmt.Fprintf(tw, "start_at\t%s\n", s.StartAt)
+	}
+	if s.EndAt != nil {
+		fmt.Fprintf(tw, "end_at\t%s\n", s.EndAt)
+	}
+	fmt.Fprintf(tw, "missed\t%s\n", s.Missed)
+	fmt.Fprintf(tw, "paused\t%t\n", s.Paused)
+	fmt.Fprintf(tw, "last_tick\t%s\n", nextRun(s.LastTick))
+	for i, t := range s.NextRuns {
+		label := ""
+		if i == 0 {
+			label = "next_runs"
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", label, t)
+	}
+	if j := s.Job; j != nil {
+		fmt.Fprintf(tw, "job\tttr %s, max_retries %d, priority %d\n", msDuration(deref(j.TTRMs)), deref(j.MaxRetries), deref(j.Priority))
+		if j.CallbackURL != nil {
+			fmt.Fprintf(tw, "callback_url\t%s\n", *j.CallbackURL)
+		}
+		fmt.Fprintf(tw, "body\t%s\n", bodyText(&apiv1.Job{Body: j.Body, BodyBase64: j.BodyBase64}))
+	}
+	tw.Flush()
+}
+
+// printSchedules writes schedules as a table, one row each.
+func printSchedules(w io.Writer, list []apiv1.Schedule) {
+	tw := newTable(w)
+	fmt.Fprintln(tw, "NAME\tCRON\tTIMEZONE\tTOPIC\tPAUSED\tLAST_TICK\tNEXT_RUN")
+	for _, s := range list {
+		next := "-"
+		if len(s.NextRuns) > 0 {
+			next = s.NextRuns[0].String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\t%s\n", s.Name, s.Cron, s.Timezone, s.Topic, s.Paused, nextRun(s.LastTick), next)
+	}
+	tw.Flush()
+}
+
+// deref returns *p, or zero for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
 func nextRun(t *apiv1.Time) string {
 	if t == nil {
 		return "-"

@@ -45,17 +45,10 @@ alone, and the failures are listed with their line numbers.`),
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.id, "id", "", "job id, unique within the topic; empty: the server makes one")
-	f.StringVar(&fl.body, "body", "", `JSON payload, such as '{"order":42}' or '"text"'`)
-	f.StringVar(&fl.bodyBase64, "body-base64", "", "binary payload, in standard base64")
 	f.DurationVar(&fl.delay, "delay", 0, "due this long after the server receives it, such as 30s or 2h")
 	f.StringVar(&fl.runAt, "run-at", "", "due at this RFC 3339 time instead")
-	f.DurationVar(&fl.ttr, "ttr", 0, "lease length once reserved (server default 30s)")
-	f.IntVar(&fl.maxRetries, "max-retries", 0, "retries after the first attempt before the job goes dead (server default 5)")
-	f.StringVar(&fl.backoff, "backoff", "", "delays before each retry, such as 15s,3m,10m (the last repeats)")
-	f.IntVar(&fl.priority, "priority", 0, "among due jobs, higher goes first")
-	f.StringVar(&fl.callbackURL, "callback-url", "", "push delivery: the server POSTs the job to this URL when due")
+	fl.addTemplateFlags(cmd)
 	f.StringVar(&fl.file, "file", "", `JSON Lines file of job requests ("-" for standard input)`)
-	cmd.MarkFlagsMutuallyExclusive("body", "body-base64")
 	cmd.MarkFlagsMutuallyExclusive("delay", "run-at")
 	for _, single := range []string{"id", "body", "body-base64", "delay", "run-at", "ttr", "max-retries", "backoff", "priority", "callback-url"} {
 		cmd.MarkFlagsMutuallyExclusive("file", single)
@@ -76,6 +69,20 @@ alone, and the failures are listed with their line numbers.`),
 		}
 		return out.result(j, func(w io.Writer) { printJob(w, j) })
 	})
+}
+
+// addTemplateFlags adds the flags of what a job is, apart from its id and due time: those of a
+// schedule's job template too.
+func (fl *enqueueFlags) addTemplateFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&fl.body, "body", "", `JSON payload, such as '{"order":42}' or '"text"'`)
+	f.StringVar(&fl.bodyBase64, "body-base64", "", "binary payload, in standard base64")
+	f.DurationVar(&fl.ttr, "ttr", 0, "lease length once reserved (server default 30s)")
+	f.IntVar(&fl.maxRetries, "max-retries", 0, "retries after the first attempt before the job goes dead (server default 5)")
+	f.StringVar(&fl.backoff, "backoff", "", "delays before each retry, such as 15s,3m,10m (the last repeats)")
+	f.IntVar(&fl.priority, "priority", 0, "among due jobs, higher goes first")
+	f.StringVar(&fl.callbackURL, "callback-url", "", "push delivery: the server POSTs the job to this URL when due")
+	cmd.MarkFlagsMutuallyExclusive("body", "body-base64")
 }
 
 // request builds the job request the flags describe.

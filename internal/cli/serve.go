@@ -66,6 +66,13 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	if err != nil {
 		return err
 	}
+	if cfg.scheduler {
+		stop, err := startScheduler(dq, log)
+		if err != nil {
+			return err
+		}
+		started.add(stop)
+	}
 
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
@@ -183,6 +190,24 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	// A no-op after the shutdown has stopped it.
 	started.add(func() { stop(context.WithoutCancel(ctx)) })
 	return handler, stop, nil
+}
+
+// startScheduler runs a Scheduler of the schedules on dq until the returned function stops it.
+func startScheduler(dq *delayq.Client, log *slog.Logger) (stop func(), err error) {
+	s, err := delayq.NewScheduler(dq, delayq.SchedulerConfig{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("starting the scheduler: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}, nil
 }
 
 // newHTTPServer returns the server of the API, whose requests run under base.

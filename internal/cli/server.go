@@ -35,6 +35,7 @@ type serverConfig struct {
 	appendFsync        string
 	metrics            bool
 	metricsPublic      bool
+	scheduler          bool
 }
 
 func newServerCmd(stderr io.Writer) *cobra.Command {
@@ -43,8 +44,9 @@ func newServerCmd(stderr io.Writer) *cobra.Command {
 		Use:   "server",
 		Short: "Run the delayq HTTP API server",
 		Long: strings.TrimSpace(`
-Run the delayq HTTP API server: producing, consuming, dead letters, webhook push delivery,
-/metrics and health endpoints.
+Run the delayq HTTP API server: producing, consuming, dead letters, schedules (recurring jobs,
+whose ticks it enqueues unless --scheduler=false), webhook push delivery, /metrics and health
+endpoints.
 
 Without --redis it runs its own redis-server child process, listening on a unix socket only,
 with its append-only file in --data-dir; redis-server must be installed. With --redis it uses
@@ -85,6 +87,7 @@ and exits 0.`),
 	f.StringVar(&cfg.appendFsync, "redis-appendfsync", "everysec", "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
 	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
+	f.BoolVar(&cfg.scheduler, "scheduler", true, "enqueue the jobs of the schedules' ticks; any number of servers may, each tick still gives one job")
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd

@@ -202,6 +202,36 @@ var badCases = []badCase{
 	{"PUT on a job", "PUT", "/v1/topics/t/jobs/j", "", `{}`, false, 405, codeMethodNotAllowed, "DELETE"},
 	{"GET on ack", "GET", "/v1/topics/t/jobs/j/ack", "-", ``, false, 405, codeMethodNotAllowed, "POST"},
 	{"id batch", "POST", "/v1/topics/t/jobs", "", `{"id": "batch"}`, false, 400, codeInvalid, "batch endpoint"},
+
+	// Schedules.
+	{"schedule cron of four fields", "PUT", "/v1/schedules/s", "", `{"cron": "*/5 * * *", "topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
+	{"schedule cron field out of range", "PUT", "/v1/schedules/s", "", `{"cron": "61 * * * *", "topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
+	{"schedule cron too long", "PUT", "/v1/schedules/s", "", `{"cron": "` + strings.Repeat("*", 257) + `", "topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
+	{"schedule interval under 1 s", "PUT", "/v1/schedules/s", "", `{"cron": "@every 500ms", "topic": "t"}`, false, 400, codeInvalid, "under 1s"},
+	{"schedule interval in part seconds", "PUT", "/v1/schedules/s", "", `{"cron": "@every 1500ms", "topic": "t"}`, false, 400, codeInvalid, "whole number of seconds"},
+	{"schedule cron never ticks", "PUT", "/v1/schedules/s", "", `{"cron": "0 0 30 2 *", "topic": "t"}`, false, 400, codeInvalid, "never ticks"},
+	{"schedule unknown time zone", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "timezone": "Mars/Olympus", "topic": "t"}`, false, 400, codeInvalid, "invalid timezone"},
+	{"schedule without cron", "PUT", "/v1/schedules/s", "", `{"topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
+	{"schedule without topic", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly"}`, false, 400, codeInvalid, "invalid topic"},
+	{"schedule job id", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"id": "x"}}`, false, 400, codeInvalid, "invalid job.id"},
+	{"schedule job delay_ms", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"delay_ms": 5}}`, false, 400, codeInvalid, "invalid job.delay_ms"},
+	{"schedule job ttr_ms 99", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"ttr_ms": 99}}`, false, 400, codeInvalid, "invalid job.ttr_ms"},
+	{"schedule job backoff_ms negative step", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"backoff_ms": [-1]}}`, false, 400, codeInvalid, "invalid job.backoff_ms[0]"},
+	{"schedule job body and body_base64", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"body": 1, "body_base64": "AQ=="}}`, false, 400, codeInvalid, "invalid job.body_base64"},
+	{"schedule job body over limit", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"body": ` + bigBody + `}}`, false, 413, codeTooLarge, "job.body"},
+	{"schedule job callback_url when push is disabled", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"callback_url": "https://example.com/hook"}}`, false, 400, codeInvalid, "webhook secret"},
+	{"schedule job callback_url refused by check", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"callback_url": "http://forbidden.example/x"}}`, true, 400, codeInvalid, "private address"},
+	{"schedule start_at not RFC 3339", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "start_at": "tomorrow"}`, false, 400, codeInvalid, "invalid start_at"},
+	{"schedule end before start", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "start_at": "2030-01-02T00:00:00Z", "end_at": "2030-01-01T00:00:00Z"}`, false, 400, codeInvalid, "invalid end_at"},
+	{"schedule missed all", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "missed": "all"}`, false, 400, codeInvalid, "invalid missed"},
+	{"schedule unknown field", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "every": 5}`, false, 400, codeInvalid, "every"},
+	{"schedule bad name", "PUT", "/v1/schedules/a%20b", "", `{"cron": "@hourly", "topic": "t"}`, false, 400, codeInvalid, "invalid name"},
+	{"schedule no body", "PUT", "/v1/schedules/s", "", ``, false, 400, codeInvalid, ""},
+	{"get unknown schedule", "GET", "/v1/schedules/nope", "-", ``, false, 404, codeNotFound, `schedule "nope" not found`},
+	{"delete unknown schedule", "DELETE", "/v1/schedules/nope", "-", ``, false, 404, codeNotFound, `schedule "nope" not found`},
+	{"pause unknown schedule", "POST", "/v1/schedules/nope/pause", "-", ``, false, 404, codeNotFound, `schedule "nope" not found`},
+	{"resume unknown schedule", "POST", "/v1/schedules/nope/resume", "-", ``, false, 404, codeNotFound, `schedule "nope" not found`},
+	{"POST on a schedule", "POST", "/v1/schedules/s", "", `{}`, false, 405, codeMethodNotAllowed, "PUT"},
 }
 
 // seedT fills topic "t" and returns the lease of res1.
@@ -220,7 +250,8 @@ func seedT(t *testing.T, e *env) string {
 	return res.Lease
 }
 
-// snapshot is everything the bad requests could change: every topic's counts and the seed jobs.
+// snapshot is everything the bad requests could change: every topic's counts, the schedules and
+// the seed jobs.
 func snapshot(t *testing.T, e *env) string {
 	t.Helper()
 	topics := decode[struct {
@@ -235,6 +266,7 @@ func snapshot(t *testing.T, e *env) string {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&b, "%s\n", list)
+	fmt.Fprintf(&b, "%s\n", e.call("GET", "/v1/schedules", nil).want(t, http.StatusOK).body)
 	for _, id := range []string{"ready1", "delayed1", "res1", "dead1"} {
 		fmt.Fprintf(&b, "%s\n", e.call("GET", "/v1/topics/t/jobs/"+id, nil).want(t, http.StatusOK).body)
 	}

@@ -151,14 +151,19 @@ func invalidf(field, format string, args ...any) error {
 var wireFields = map[string]string{"delay": "delay_ms", "ttr": "ttr_ms", "wait": "wait_ms", "backoff": "backoff_ms"}
 
 // wireField returns the API's name of a library field: delay is delay_ms, backoff[2] is
-// backoff_ms[2].
+// backoff_ms[2], and a field of a schedule's job template keeps its prefix: job.ttr is
+// job.ttr_ms.
 func wireField(field string) string {
+	prefix := ""
+	if i := strings.LastIndexByte(field, '.'); i >= 0 {
+		prefix, field = field[:i+1], field[i+1:]
+	}
 	name, index, _ := strings.Cut(field, "[")
 	if w, ok := wireFields[name]; ok {
 		name = w
 	}
 	if index != "" {
-		return name + "[" + index
+		return prefix + name + "[" + index
 	}
-	return name
+	return prefix + name
 }

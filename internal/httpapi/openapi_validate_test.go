@@ -59,6 +59,21 @@ var beyondSchema = map[string]string{
 	"get job of unknown topic":           "the state of the store",
 	"cancel unknown job":                 "the state of the store",
 	"unknown topic":                      "the state of the store",
+
+	"schedule cron of four fields":                    "a cron expression's meaning is not a schema's",
+	"schedule cron field out of range":                "a cron expression's meaning is not a schema's",
+	"schedule interval under 1 s":                     "a cron expression's meaning is not a schema's",
+	"schedule interval in part seconds":               "a cron expression's meaning is not a schema's",
+	"schedule cron never ticks":                       "a cron expression's meaning is not a schema's",
+	"schedule unknown time zone":                      "the time zone database",
+	"schedule job body over limit":                    "the test server's body limit is smaller than the default",
+	"schedule end before start":                       "a time's range is not a schema's",
+	"get unknown schedule":                            "the state of the store",
+	"delete unknown schedule":                         "the state of the store",
+	"pause unknown schedule":                          "the state of the store",
+	"resume unknown schedule":                         "the state of the store",
+	"schedule job callback_url when push is disabled": "the server's configuration",
+	"schedule job callback_url refused by check":      "the server's configuration",
 }
 
 // TestOpenAPIRefusesBadRequests checks that the document is as tight as the server: every

@@ -45,5 +45,12 @@ func routes() []route {
 		{http.MethodGet, "/v1/topics/{topic}/dead", (*api).listDead},
 		{http.MethodDelete, "/v1/topics/{topic}/dead", (*api).deleteDead},
 		{http.MethodPost, "/v1/topics/{topic}/dead/requeue", (*api).requeueDead},
+
+		{http.MethodGet, "/v1/schedules", (*api).listSchedules},
+		{http.MethodGet, "/v1/schedules/{name}", (*api).getSchedule},
+		{http.MethodPut, "/v1/schedules/{name}", (*api).putSchedule},
+		{http.MethodDelete, "/v1/schedules/{name}", (*api).deleteSchedule},
+		{http.MethodPost, "/v1/schedules/{name}/pause", (*api).pauseSchedule},
+		{http.MethodPost, "/v1/schedules/{name}/resume", (*api).resumeSchedule},
 	}
 }

@@ -129,13 +129,16 @@ func (a *api) checkCallbackPolicy(ctx context.Context, raw string, cb *callbackC
 
 // parseRunAt reads an RFC 3339 time. Its range is the library's to check; the zero time,
 // which the library reads as "not given", is refused here.
-func parseRunAt(v string) (time.Time, error) {
+func parseRunAt(v string) (time.Time, error) { return timeField("run_at", v) }
+
+// timeField is parseRunAt for any time field.
+func timeField(field, v string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return time.Time{}, invalidf("run_at", "%q is not an RFC 3339 time like 2026-11-22T10:00:00.123Z", v)
+		return time.Time{}, invalidf(field, "%q is not an RFC 3339 time like 2026-11-22T10:00:00.123Z", v)
 	}
 	if t.IsZero() {
-		return time.Time{}, invalidf("run_at", "%s is not after 1970-01-01", v)
+		return time.Time{}, invalidf(field, "%s is not after 1970-01-01", v)
 	}
 	return t, nil
 }

@@ -11,7 +11,9 @@ import (
 // change.
 func TestKeyLayoutGolden(t *testing.T) {
 	p := For("delayq", "orders.eu-1", 7)
-	got := strings.Join(append(p.All(), p.Call("c1"), Topics("delayq"), NewTopics("delayq")), "\n")
+	s := ScheduleFor("delayq", "nightly.report")
+	got := strings.Join(append(p.All(), p.Call("c1"), Topics("delayq"), NewTopics("delayq"),
+		p.Ticks(), s.State(), s.Call("c2"), Schedules("delayq")), "\n")
 	want := strings.Join([]string{
 		"delayq:{orders.eu-1#7}:jobs",
 		"delayq:{orders.eu-1#7}:delayed",
@@ -24,6 +26,10 @@ func TestKeyLayoutGolden(t *testing.T) {
 		"delayq:{orders.eu-1#7}:call:c1",
 		"delayq:topics",
 		"delayq:topics:new",
+		"delayq:{orders.eu-1#7}:ticks",
+		"delayq:{schedule:nightly.report}:state",
+		"delayq:{schedule:nightly.report}:call:c2",
+		"delayq:schedules",
 	}, "\n")
 	if got != want {
 		t.Fatalf("key layout changed:\n%s\nwant:\n%s", got, want)

@@ -58,6 +58,11 @@ func (p Partition) Leases() string { return p.prefix + "leases" }
 // It expires by itself (PX).
 func (p Partition) Call(id string) string { return p.prefix + "call:" + id }
 
+// Ticks is a HASH: schedule name -> the latest tick (Unix ms) of that schedule whose job was
+// enqueued in this partition. A tick's job is enqueued only while the partition has had no tick
+// of the schedule as late as it, so a tick is never enqueued twice, even once its job is gone.
+func (p Partition) Ticks() string { return p.prefix + "ticks" }
+
 // All returns the partition's keys in the order the scripts expect them in KEYS.
 func (p Partition) All() []string {
 	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases()}
@@ -81,3 +86,28 @@ func PartitionOf(id string, n int) int {
 	h.Write([]byte(id))
 	return int(h.Sum32() % uint32(n))
 }
+
+// Schedule names the keys of one schedule. They share the hash tag "{schedule:<name>}": a
+// schedule's scripts touch its own slot only. Schedule names follow the rules of topic names,
+// which have no braces or colons, so the tag is always the one we build and never a topic's.
+type Schedule struct {
+	prefix string // "<namespace>:{schedule:<name>}:"
+}
+
+// ScheduleFor returns the keys of schedule name in namespace ns.
+func ScheduleFor(ns, name string) Schedule {
+	return Schedule{prefix: ns + ":{schedule:" + name + "}:"}
+}
+
+// State is a HASH: the schedule's definition and where its ticks are (the fields are listed in
+// the scripts' schedule_lib.lua).
+func (s Schedule) State() string { return s.prefix + "state" }
+
+// Call is a STRING that records the outcome of one script call on the schedule for the replay
+// window, like Partition.Call.
+func (s Schedule) Call(id string) string { return s.prefix + "call:" + id }
+
+// Schedules is a SET of the name of every schedule, for listing them. A schedule is added after
+// its state is written and removed before its state is deleted, so that a schedule that exists
+// is always listed; a name whose state is gone is passed over.
+func Schedules(ns string) string { return ns + ":schedules" }

@@ -11,9 +11,9 @@ import (
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-// loadScript returns the script scripts/<name>.lua with the part of lib.lua it uses.
+// loadScript returns the script scripts/<name>.lua with the part of its prelude (libOf) it uses.
 func loadScript(name string) *redis.Script {
-	lib, err := scriptFiles.ReadFile("scripts/lib.lua")
+	lib, err := scriptFiles.ReadFile("scripts/" + libOf(name) + ".lua")
 	if err != nil {
 		panic(err)
 	}
@@ -22,6 +22,15 @@ func loadScript(name string) *redis.Script {
 		panic(err)
 	}
 	return redis.NewScript(prelude(string(lib), string(body)) + "\n" + string(body))
+}
+
+// libOf names the prelude of script name: schedule_lib for the scripts of a schedule's own
+// slot (schedule_*.lua), lib for those of a partition.
+func libOf(name string) string {
+	if strings.HasPrefix(name, "schedule_") {
+		return "schedule_lib"
+	}
+	return "lib"
 }
 
 var (

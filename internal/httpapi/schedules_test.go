@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"net/http"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
+)
+
+func TestScheduleEndpoints(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	put := map[string]any{
+		"cron": "0 9 * * *", "timezone": "Europe/Berlin", "topic": "reports",
+		"job": map[string]any{"body": map[string]int{"k": 1}, "ttr_ms": 60000},
+	}
+	s := decode[apiv1.Schedule](t, e.call("PUT", "/v1/schedules/daily", put).want(t, http.StatusCreated))
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name != "daily" || s.Missed != "latest" || s.Paused || s.LastTick != nil || len(s.NextRuns) != 5 {
+		t.Fatalf("created: %+v", s)
+	}
+	for _, r := range s.NextRuns {
+		if r.In(berlin).Hour() != 9 {
+			t.Fatalf("next runs %v are not at 09:00 in Berlin", s.NextRuns)
+		}
+	}
+	if string(s.Job.Body) != `{"k":1}` || *s.Job.TTRMs != 60000 || *s.Job.MaxRetries != 5 || *s.Job.Priority != 0 || s.Job.BackoffMs != nil {
+		t.Fatalf("job template: %+v", s.Job)
+	}
+
+	// The answer's job template is a request a PUT takes back as it is.
+	again := map[string]any{"cron": "0 9 * * *", "timezone": s.Timezone, "topic": "reports", "job": s.Job, "missed": "skip"}
+	replaced := decode[apiv1.Schedule](t, e.call("PUT", "/v1/schedules/daily", again).want(t, http.StatusOK))
+	if replaced.Missed != "skip" || !replaced.CreatedAt.Equal(s.CreatedAt.Time) || string(replaced.Job.Body) != `{"k":1}` {
+		t.Fatalf("replaced: %+v", replaced)
+	}
+
+	paused := decode[apiv1.Schedule](t, e.call("POST", "/v1/schedules/daily/pause", nil).want(t, http.StatusOK))
+	if !paused.Paused || len(paused.NextRuns) != 0 {
+		t.Fatalf("paused: %+v", paused)
+	}
+	resumed := decode[apiv1.Schedule](t, e.call("POST", "/v1/schedules/daily/resume", nil).want(t, http.StatusOK))
+	if resumed.Paused || len(resumed.NextRuns) != 5 {
+		t.Fatalf("resumed: %+v", resumed)
+	}
+
+	// An interval's first ticks are enqueued by the PUT: the job of the first is there.
+	every := decode[apiv1.Schedule](t, e.call("PUT", "/v1/schedules/fast", map[string]any{"cron": "@every 1s", "topic": "ticks"}).want(t, http.StatusCreated))
+	if every.LastTick == nil || every.Timezone != "UTC" {
+		t.Fatalf("an interval: %+v", every)
+	}
+	id := delayq.TickID("fast", every.NextRuns[0].Time)
+	job := e.get("ticks", url.PathEscape(id))
+	if job.ID != id || !job.RunAt.Equal(every.NextRuns[0].Time) {
+		t.Fatalf("the first tick's job: %+v, want %s due at %v", job, id, every.NextRuns[0])
+	}
+
+	list := decode[apiv1.ScheduleList](t, e.call("GET", "/v1/schedules", nil).want(t, http.StatusOK))
+	if len(list.Schedules) != 2 || list.Schedules[0].Name != "daily" || list.Schedules[1].Name != "fast" {
+		t.Fatalf("list: %+v", list)
+	}
+	got := decode[apiv1.Schedule](t, e.call("GET", "/v1/schedules/fast", nil).want(t, http.StatusOK))
+	if got.LastTick == nil || got.LastTick.Before(every.LastTick.Time) {
+		t.Fatalf("get: %+v", got)
+	}
+
+	e.call("DELETE", "/v1/schedules/fast", nil).want(t, http.StatusNoContent)
+	msg := e.call("GET", "/v1/schedules/fast", nil).wantError(t, http.StatusNotFound, codeNotFound).Message
+	if msg != `schedule "fast" not found` {
+		t.Fatalf("message %q", msg)
+	}
+}
+
+// A schedule of push jobs starts push delivery on its topic at once, as an enqueue does.
+func TestPushScheduleWatchesItsTopic(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var watched []string
+	e := newEnv(t, func(c *Config) {
+		c.PushEnqueued = func(topic string) {
+			mu.Lock()
+			defer mu.Unlock()
+			watched = append(watched, topic)
+		}
+	})
+	body := `{"cron": "@hourly", "topic": "hooks", "job": {"callback_url": "https://example.com/h"}}`
+	e.raw(e.pushURL, "PUT", "/v1/schedules/hook", "application/json", body).want(t, http.StatusCreated)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(watched) != 1 || watched[0] != "hooks" {
+		t.Fatalf("watched %v, want [hooks]", watched)
+	}
+}

@@ -1,0 +1,53 @@
+-- schedule_lib.lua: shared prelude of the schedule scripts (schedule_*.lua), prepended to each
+-- when it is loaded, as lib.lua is to the partition scripts. A schedule script changes one
+-- schedule in its own hash slot; enqueueing a tick's job is tick.lua's, in the job's partition.
+--
+-- KEYS[1] state  HASH  the schedule (internal/keys Schedule.State):
+--   def      its definition: JSON that the Go package writes and reads; scripts never look in it
+--   created  Unix ms when it was made: its identity, which a delete and a new put change
+--   updated  Unix ms of the last put
+--   paused   '1' while paused, '0' otherwise
+--   cursor   Unix ms: every tick up to it has been enqueued or passed over (a missed tick
+--            under the skip policy, the ticks of a pause)
+--   last     Unix ms of the latest tick whose job was enqueued; absent before the first
+-- KEYS[2] call   STRING this call's recorded outcome (scripts that change state only)
+-- ARGV[1] and ARGV[2] are the clock offset and the replay window, as in lib.lua; a script's own
+-- arguments start at ARGV[3].
+
+local STATE, CALL, WINDOW = KEYS[1], KEYS[2], tonumber(ARGV[2])
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[1])
+end
+
+local NOW = now_ms()
+
+-- recorded returns the values this call recorded on its first run as a table, or nil on the
+-- first run.
+local function recorded()
+  if not CALL or WINDOW == 0 then return nil end
+  local r = redis.call('GET', CALL)
+  if not r then return nil end
+  return {cmsgpack.unpack(r)}
+end
+
+-- record keeps this call's outcome, the values of table t, for the replay window. A script
+-- calls it after its first write: over maxmemory Redis refuses a script whose first write may
+-- grow memory.
+local function record(t)
+  if CALL and WINDOW > 0 then
+    redis.call('SET', CALL, cmsgpack.pack(unpack(t)), 'PX', WINDOW)
+  end
+end
+
+-- state returns the schedule as the scripts answer it, in the order the Go store parses:
+-- {def, created, updated, paused (1 or 0), cursor, last (0 before the first tick), now};
+-- nil when there is no schedule.
+local function state()
+  local v = redis.call('HMGET', STATE, 'def', 'created', 'updated', 'paused', 'cursor', 'last')
+  if not v[1] then return nil end
+  local paused = 0
+  if v[4] == '1' then paused = 1 end
+  return {v[1], tonumber(v[2]), tonumber(v[3]), paused, tonumber(v[5]), tonumber(v[6] or 0), NOW}
+end

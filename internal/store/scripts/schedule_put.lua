@@ -1,0 +1,19 @@
+-- schedule_put.lua: create a schedule, or replace the definition of one.
+-- KEYS: see schedule_lib.lua. ARGV[3] the definition.
+-- Returns {status, state...}: status 1 when the schedule was created, 2 when it was replaced,
+-- then the schedule as state() answers it. A new schedule's cursor is now: its first tick is
+-- the first after it was made. A replaced one keeps its cursor, pause and identity, so the new
+-- definition takes over from the ticks not yet enqueued.
+-- A second run of the call answers what the first did.
+local again = recorded()
+if again then return again end
+local status = 2
+if redis.call('HEXISTS', STATE, 'def') == 0 then
+  status = 1
+  redis.call('HSET', STATE, 'created', NOW, 'cursor', NOW, 'paused', '0')
+end
+redis.call('HSET', STATE, 'def', ARGV[3], 'updated', NOW)
+local out = state()
+table.insert(out, 1, status)
+record(out)
+return out

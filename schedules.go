@@ -1,0 +1,290 @@
+package delayq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
+)
+
+// Schedules enqueue one job per tick with no leader among the servers that run them: a tick's
+// job has a deterministic id (TickID), and is enqueued by a script that marks the tick in the
+// job's partition and refuses a tick marked there before (see tick.lua). Any number of
+// Schedulers, and the calls below, may try the same tick; one job comes of it.
+
+// defaultLookahead is how far ahead ticks are enqueued: SchedulerConfig.Lookahead's default,
+// and what PutSchedule and ResumeSchedule enqueue themselves.
+const defaultLookahead = 3 * time.Second
+
+// PutSchedule creates schedule name, or replaces its definition, and reports whether it created
+// it. A new schedule first ticks after it was created. A replaced one keeps its pause and its
+// last tick, and the jobs of ticks enqueued already stay as they are: the new definition
+// applies from the first tick not yet enqueued (ticks are enqueued a few seconds ahead of
+// time). PutSchedule then enqueues the ticks due within the next few seconds itself, so that
+// the first one is on time even before a Scheduler looks; a failure to do so is logged and left
+// to the Schedulers.
+func (c *Client) PutSchedule(ctx context.Context, name string, s ScheduleSpec) (*Schedule, bool, error) {
+	if err := ValidateScheduleName(name); err != nil {
+		return nil, false, err
+	}
+	comp, err := s.compile(c.cfg.Limits, time.Now())
+	if err != nil {
+		return nil, false, err
+	}
+	def, err := json.Marshal(newScheduleRecord(s, comp.job))
+	if err != nil {
+		return nil, false, fmt.Errorf("delayq: encoding schedule %q: %w", name, err)
+	}
+	st, created, err := c.store.PutSchedule(ctx, name, def)
+	if err != nil {
+		return nil, false, err
+	}
+	sch, err := c.startSchedule(ctx, name, st)
+	return sch, created, err
+}
+
+// GetSchedule returns schedule name, or a NotFoundError.
+func (c *Client) GetSchedule(ctx context.Context, name string) (*Schedule, error) {
+	if err := ValidateScheduleName(name); err != nil {
+		return nil, err
+	}
+	st, err := c.store.Schedule(ctx, name)
+	if err != nil {
+		return nil, scheduleNotFound(err, name)
+	}
+	sch, _, err := c.loadSchedule(name, st)
+	return sch, err
+}
+
+// Schedules returns every schedule, sorted by name.
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	names, err := c.store.ScheduleNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(names)
+	states, err := c.store.Schedules(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Schedule, 0, len(names))
+	for i, st := range states {
+		if st == nil {
+			continue // deleted since it was listed
+		}
+		sch, _, err := c.loadSchedule(names[i], *st)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *sch)
+	}
+	return out, nil
+}
+
+// DeleteSchedule deletes schedule name, or answers a NotFoundError. The jobs of ticks enqueued
+// already (those due within the next few seconds) stay, like any job: cancel them by their
+// TickID if they must not run.
+func (c *Client) DeleteSchedule(ctx context.Context, name string) error {
+	if err := ValidateScheduleName(name); err != nil {
+		return err
+	}
+	return scheduleNotFound(c.store.DeleteSchedule(ctx, name), name)
+}
+
+// PauseSchedule stops schedule name from enqueueing ticks until ResumeSchedule, and returns it.
+// The jobs of ticks enqueued already stay, as with DeleteSchedule.
+func (c *Client) PauseSchedule(ctx context.Context, name string) (*Schedule, error) {
+	if err := ValidateScheduleName(name); err != nil {
+		return nil, err
+	}
+	st, err := c.store.PauseSchedule(ctx, name, true)
+	if err != nil {
+		return nil, scheduleNotFound(err, name)
+	}
+	sch, _, err := c.loadSchedule(name, st)
+	return sch, err
+}
+
+// ResumeSchedule lets a paused schedule tick again, from now: the ticks of the pause are passed
+// over, not treated as missed. Like PutSchedule, it enqueues the ticks due within the next few
+// seconds itself. Resuming a running schedule changes nothing.
+func (c *Client) ResumeSchedule(ctx context.Context, name string) (*Schedule, error) {
+	if err := ValidateScheduleName(name); err != nil {
+		return nil, err
+	}
+	st, err := c.store.PauseSchedule(ctx, name, false)
+	if err != nil {
+		return nil, scheduleNotFound(err, name)
+	}
+	return c.startSchedule(ctx, name, st)
+}
+
+// startSchedule enqueues the ticks of a schedule just put or resumed that are due within
+// defaultLookahead, and returns the schedule.
+func (c *Client) startSchedule(ctx context.Context, name string, st store.ScheduleState) (*Schedule, error) {
+	sch, comp, err := c.loadSchedule(name, st)
+	if err != nil {
+		return nil, err
+	}
+	last, err := c.enqueueTicks(ctx, name, st, comp, defaultLookahead)
+	if err != nil {
+		c.log.Warn("delayq: enqueueing a schedule's first ticks failed; a Scheduler will", "schedule", name, "err", err)
+	}
+	if last.After(sch.LastTick) {
+		sch.LastTick = last
+	}
+	return sch, nil
+}
+
+// scheduleNotFound names schedule name in a not-found error; other errors pass unchanged.
+func scheduleNotFound(err error, name string) error {
+	if errors.Is(err, ErrNotFound) {
+		return &NotFoundError{Schedule: name}
+	}
+	return err
+}
+
+// loadSchedule reads a stored schedule.
+func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, compiled, error) {
+	var rec scheduleRecord
+	if err := json.Unmarshal(st.Def, &rec); err != nil {
+		return nil, compiled{}, fmt.Errorf("delayq: stored schedule %q: %w", name, err)
+	}
+	spec, job := rec.spec()
+	created := time.UnixMilli(st.CreatedMs).UTC()
+	// The template was validated when it was put, and is not held to limits set since.
+	comp, err := spec.timing(created)
+	if err != nil {
+		return nil, compiled{}, fmt.Errorf("delayq: stored schedule %q: %w", name, err)
+	}
+	comp.topic, comp.job = spec.Topic, job
+	sch := &Schedule{
+		Name:      name,
+		Spec:      spec,
+		Paused:    st.Paused,
+		CreatedAt: created,
+		UpdatedAt: time.UnixMilli(st.UpdatedMs).UTC(),
+	}
+	if st.LastTickMs != 0 {
+		sch.LastTick = time.UnixMilli(st.LastTickMs).UTC()
+	}
+	if !st.Paused {
+		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(st.NowMs).UTC(), nextRunsShown)
+	}
+	return sch, comp, nil
+}
+
+// enqueueTicks does one look at schedule name, as read in st (ticker.plan): it enqueues the
+// ticks due within ahead of the server's clock, and the latest missed tick under MissedLatest,
+// then moves the schedule's cursor past the ticks it dealt with. It returns the latest tick it
+// enqueued (or found enqueued), zero when none.
+func (c *Client) enqueueTicks(ctx context.Context, name string, st store.ScheduleState, comp compiled, ahead time.Duration) (time.Time, error) {
+	if st.Paused {
+		return time.Time{}, nil
+	}
+	p := comp.ticks.plan(time.UnixMilli(st.CursorMs).UTC(), time.UnixMilli(st.NowMs).UTC(), ahead, comp.missed)
+	var done, last time.Time // the latest tick dealt with, and enqueued
+	if comp.missed == MissedSkip {
+		done = p.missed
+	}
+	var err error
+	for _, t := range p.enqueue {
+		if err = c.enqueueTick(ctx, name, comp, t); err != nil {
+			break
+		}
+		done, last = t, t
+	}
+	if done.IsZero() {
+		return last, err
+	}
+	lastMs := int64(0)
+	if !last.IsZero() {
+		lastMs = last.UnixMilli()
+	}
+	// A crash before this line is harmless: the next look tries the same ticks, which their
+	// partitions refuse.
+	if _, aerr := c.store.AdvanceSchedule(ctx, name, st.CreatedMs, done.UnixMilli(), lastMs); aerr != nil {
+		err = errors.Join(err, aerr)
+	}
+	return last, err
+}
+
+// enqueueTick enqueues the job of schedule name's tick at t, unless it was enqueued before.
+func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time) error {
+	j := comp.job
+	j.ID, j.RunAtMs = TickID(name, t), t.UnixMilli()
+	n, err := c.partitions(ctx, comp.topic, true)
+	if err != nil {
+		return err
+	}
+	_, err = c.store.EnqueueTick(ctx, c.store.Partition(comp.topic, keys.PartitionOf(j.ID, n)), name, j)
+	return err
+}
+
+// scheduleRecord is a schedule's definition as stored: JSON with names of its own, so that the
+// stored form does not change with the Go types. The job template is in the store's units,
+// validated when it was put.
+type scheduleRecord struct {
+	Cron        string  `json:"cron"`
+	TimeZone    string  `json:"timezone,omitempty"`
+	Topic       string  `json:"topic"`
+	StartAtMs   int64   `json:"start_at_ms,omitempty"`
+	EndAtMs     int64   `json:"end_at_ms,omitempty"`
+	Missed      string  `json:"missed,omitempty"`
+	Body        []byte  `json:"body,omitempty"`
+	Format      int     `json:"format,omitempty"`
+	TTRMs       int64   `json:"ttr_ms"`
+	MaxRetries  int     `json:"max_retries"`
+	BackoffMs   []int64 `json:"backoff_ms,omitempty"`
+	Priority    int     `json:"priority,omitempty"`
+	CallbackURL string  `json:"callback_url,omitempty"`
+}
+
+func newScheduleRecord(s ScheduleSpec, job store.NewJob) scheduleRecord {
+	r := scheduleRecord{
+		Cron: s.Cron, TimeZone: s.TimeZone, Topic: s.Topic, Missed: string(s.Missed),
+		Body: job.Body, Format: job.Format, TTRMs: job.TTRMs, MaxRetries: job.MaxRetries,
+		BackoffMs: job.BackoffMs, Priority: job.Priority, CallbackURL: job.Callback,
+	}
+	if !s.StartAt.IsZero() {
+		r.StartAtMs = ceilUnixMs(s.StartAt)
+	}
+	if !s.EndAt.IsZero() {
+		r.EndAtMs = s.EndAt.UnixMilli()
+	}
+	return r
+}
+
+// spec returns the schedule r stores, and its job template in the store's units.
+func (r scheduleRecord) spec() (ScheduleSpec, store.NewJob) {
+	job := store.NewJob{
+		Format: r.Format, Priority: r.Priority, MaxRetries: r.MaxRetries, TTRMs: r.TTRMs,
+		Body: r.Body, BackoffMs: r.BackoffMs, Callback: r.CallbackURL,
+	}
+	s := ScheduleSpec{
+		Cron: r.Cron, TimeZone: r.TimeZone, Topic: r.Topic, Missed: MissedPolicy(r.Missed),
+		Job: Spec{
+			Body: r.Body, Format: Format(r.Format), TTR: time.Duration(r.TTRMs) * time.Millisecond,
+			MaxRetries: r.MaxRetries, NoRetries: r.MaxRetries == 0, Priority: r.Priority,
+			CallbackURL: r.CallbackURL,
+		},
+	}
+	if s.Missed == "" {
+		s.Missed = MissedLatest
+	}
+	for _, ms := range r.BackoffMs {
+		s.Job.Backoff = append(s.Job.Backoff, time.Duration(ms)*time.Millisecond)
+	}
+	if r.StartAtMs != 0 {
+		s.StartAt = time.UnixMilli(r.StartAtMs).UTC()
+	}
+	if r.EndAtMs != 0 {
+		s.EndAt = time.UnixMilli(r.EndAtMs).UTC()
+	}
+	return s, job
+}

@@ -1,0 +1,370 @@
+package delayq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
+)
+
+// deliveries records the jobs a Worker handed out.
+type deliveries struct {
+	mu   sync.Mutex
+	jobs []*Job
+}
+
+func (d *deliveries) handle(_ context.Context, j *Job) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.jobs = append(d.jobs, j)
+	return nil
+}
+
+// byID returns how often each id was delivered.
+func (d *deliveries) byID() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]int{}
+	for _, j := range d.jobs {
+		out[j.ID]++
+	}
+	return out
+}
+
+// startScheduler runs a Scheduler on c until the test ends or the returned function is called.
+func startScheduler(t *testing.T, c *Client, cfg SchedulerConfig) (stop func()) {
+	t.Helper()
+	s, err := NewScheduler(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx)
+	}()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
+	t.Cleanup(stop)
+	return stop
+}
+
+// look runs one look of a Scheduler on c, with the default look-ahead.
+func look(t *testing.T, c *Client) {
+	t.Helper()
+	s, err := NewScheduler(c, SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.look(testContext(t))
+}
+
+func mustPutSchedule(t *testing.T, c *Client, name string, s ScheduleSpec) *Schedule {
+	t.Helper()
+	sch, _, err := c.PutSchedule(testContext(t), name, s)
+	if err != nil {
+		t.Fatalf("PutSchedule(%q): %v", name, err)
+	}
+	return sch
+}
+
+// ticksAfter returns the ticks of an @every schedule created at created: one each interval
+// from the whole second it was created in, n of them.
+func ticksAfter(created time.Time, every time.Duration, n int) []time.Time {
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = created.Truncate(time.Second).Add(time.Duration(i+1) * every)
+	}
+	return out
+}
+
+func TestScheduleLifecycle(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	spec := ScheduleSpec{Cron: "0 9 * * *", TimeZone: "Europe/Berlin", Topic: "reports",
+		Job: Spec{Body: []byte(`{"kind":"daily"}`), Format: FormatJSON, TTR: time.Minute, Priority: 7}}
+	sch, created, err := c.PutSchedule(ctx, "daily", spec)
+	if err != nil || !created {
+		t.Fatalf("PutSchedule: %v, created %v", err, created)
+	}
+	if len(sch.NextRuns) != nextRunsShown || !sch.LastTick.IsZero() || sch.Paused {
+		t.Fatalf("a new schedule: %+v", sch)
+	}
+	for i, r := range sch.NextRuns {
+		if r.In(mustLoad(t, "Europe/Berlin")).Hour() != 9 || (i > 0 && !r.After(sch.NextRuns[i-1])) {
+			t.Fatalf("next runs %v are not 09:00 in Berlin, one a day", sch.NextRuns)
+		}
+	}
+	got, err := c.GetSchedule(ctx, "daily")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := spec
+	want.Missed, want.Job.MaxRetries = MissedLatest, DefaultMaxRetries
+	if diff := cmp.Diff(want, got.Spec); diff != "" {
+		t.Fatalf("stored spec (-want +got):\n%s", diff)
+	}
+
+	spec.Cron, spec.Missed = "@every 1h", MissedSkip
+	if sch, created, err = c.PutSchedule(ctx, "daily", spec); err != nil || created || sch.Spec.Cron != "@every 1h" || !sch.CreatedAt.Equal(got.CreatedAt) {
+		t.Fatalf("replacing: %+v, created %v, %v", sch, created, err)
+	}
+	mustPutSchedule(t, c, "another", ScheduleSpec{Cron: "@hourly", Topic: "t"})
+	list, err := c.Schedules(ctx)
+	if err != nil || len(list) != 2 || list[0].Name != "another" || list[1].Name != "daily" {
+		t.Fatalf("Schedules: %v, %v", list, err)
+	}
+
+	if p, err := c.PauseSchedule(ctx, "daily"); err != nil || !p.Paused || len(p.NextRuns) != 0 {
+		t.Fatalf("PauseSchedule: %+v, %v; want paused with no next runs", p, err)
+	}
+	if r, err := c.ResumeSchedule(ctx, "daily"); err != nil || r.Paused || len(r.NextRuns) != nextRunsShown {
+		t.Fatalf("ResumeSchedule: %+v, %v", r, err)
+	}
+	if err := c.DeleteSchedule(ctx, "daily"); err != nil {
+		t.Fatal(err)
+	}
+	for op, err := range map[string]error{
+		"get":    func() error { _, err := c.GetSchedule(ctx, "daily"); return err }(),
+		"pause":  func() error { _, err := c.PauseSchedule(ctx, "daily"); return err }(),
+		"resume": func() error { _, err := c.ResumeSchedule(ctx, "daily"); return err }(),
+		"delete": c.DeleteSchedule(ctx, "daily"),
+	} {
+		var nf *NotFoundError
+		if !errors.As(err, &nf) || !errors.Is(err, ErrNotFound) || nf.Message() != `schedule "daily" not found` {
+			t.Errorf("%s of a deleted schedule: %v, want a NotFoundError naming it", op, err)
+		}
+	}
+	if _, _, err := c.PutSchedule(ctx, "bad name", spec); !errors.Is(err, ErrInvalid) {
+		t.Errorf("a bad name: %v", err)
+	}
+	spec.Cron = "@every 500ms"
+	if _, _, err := c.PutSchedule(ctx, "fast", spec); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an interval under 1s: %v", err)
+	}
+}
+
+func mustLoad(t *testing.T, tz string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+// PutSchedule enqueues the ticks due within the next few seconds itself, so the first tick is
+// on time without waiting for a Scheduler's look.
+func TestPutScheduleEnqueuesTheFirstTicks(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	sch := mustPutSchedule(t, c, "fast", ScheduleSpec{Cron: "@every 1s", Topic: "ticks", Job: Spec{Body: []byte("b")}})
+	ticks := ticksAfter(sch.CreatedAt, time.Second, 3)
+	for _, tk := range ticks[:2] {
+		j, err := c.Get(ctx, "ticks", TickID("fast", tk))
+		if err != nil || !j.RunAt.Equal(tk) || string(j.Body) != "b" {
+			t.Fatalf("the job of tick %v: %+v, %v", tk, j, err)
+		}
+	}
+	if sch.LastTick.Before(ticks[1]) {
+		t.Fatalf("LastTick %v, want at least %v", sch.LastTick, ticks[1])
+	}
+}
+
+// Two Schedulers on one Redis race for the ticks of an @every 1s schedule for ten seconds; one
+// of them is stopped abruptly half-way, its connections cut. Every tick gives one job, handed out
+// once, enqueued ahead of its time.
+func TestTwoSchedulersGiveOneJobPerTick(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Standalone(t)
+	opt := &redis.Options{Addr: srv.Addr}
+	rdbA := redis.NewClient(opt)
+	t.Cleanup(func() { _ = rdbA.Close() })
+	a, b, w := newClientOn(t, rdbA, Config{}), newClientOn(t, srv.Client(t), Config{}), newClientOn(t, srv.Client(t), Config{})
+	var got deliveries
+	startWorker(t, w, WorkerConfig{Concurrency: 4}, map[string]Handler{"ticks": got.handle})
+	sch := mustPutSchedule(t, a, "every-second", ScheduleSpec{Cron: "@every 1s", Topic: "ticks"})
+	cfg := SchedulerConfig{Interval: 50 * time.Millisecond, Lookahead: time.Second}
+	stopA := startScheduler(t, a, cfg)
+	startScheduler(t, b, cfg)
+
+	ticks := ticksAfter(sch.CreatedAt, time.Second, 10)
+	testwait.For(t, 20*time.Second, "the fifth tick's job", func() bool { return got.byID()[TickID("every-second", ticks[4])] > 0 })
+	stopA()
+	_ = rdbA.Close()
+	testwait.For(t, 20*time.Second, "the tenth tick's job", func() bool { return got.byID()[TickID("every-second", ticks[9])] > 0 })
+
+	counts := got.byID()
+	for _, tk := range ticks {
+		if n := counts[TickID("every-second", tk)]; n != 1 {
+			t.Errorf("tick %v was handed out %d times, want once", tk, n)
+		}
+	}
+	var late time.Duration
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	for _, j := range got.jobs {
+		if counts[j.ID] > 1 {
+			t.Errorf("job %s was handed out %d times", j.ID, counts[j.ID])
+		}
+		if !j.CreatedAt.Before(j.RunAt) {
+			t.Errorf("job %s was enqueued at %v, not ahead of its tick %v", j.ID, j.CreatedAt, j.RunAt)
+		}
+		late = max(late, j.Lateness())
+	}
+	t.Logf("%d jobs for the ticks of %v; the latest was handed out %v after its tick", len(got.jobs), ticks[9].Sub(ticks[0])+time.Second, late)
+}
+
+// Ticks that passed while no Scheduler ran (the clock moves an hour on): the latest policy
+// enqueues the last of them, due at once, and skip none; neither enqueues any again.
+func TestMissedTicks(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []MissedPolicy{MissedLatest, MissedSkip} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			sch := mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 10s", Topic: "t", Missed: policy})
+			advance(c, time.Hour)
+			look(t, c)
+			look(t, c)
+			st, err := c.Stats(ctx, "t")
+			if errors.Is(err, ErrNotFound) {
+				st, err = &TopicStats{}, nil // no job made the topic
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// An hour and a few seconds later: tick 360 is the last to have passed by the
+			// Redis server's clock, and tick 361 is more than the look-ahead away.
+			lastMissed := ticksAfter(sch.CreatedAt, 10*time.Second, 360)[359]
+			_, err = c.Get(ctx, "t", TickID("s", lastMissed))
+			switch {
+			case policy == MissedLatest && (err != nil || st.Ready != 1 || st.Delayed != 0):
+				t.Fatalf("latest: tick %v: %v; counts %+v; want it alone, ready", lastMissed, err, st)
+			case policy == MissedSkip && st.Ready+st.Delayed != 0:
+				t.Fatalf("skip: counts %+v, want no job", st)
+			}
+			got, err := c.GetSchedule(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wantLast := map[MissedPolicy]time.Time{MissedLatest: lastMissed}[policy]; !got.LastTick.Equal(wantLast) {
+				t.Fatalf("LastTick %v, want %v", got.LastTick, wantLast)
+			}
+		})
+	}
+}
+
+// A paused schedule enqueues nothing; resumed, it goes on from now, passing over the ticks of
+// the pause.
+func TestPauseAndResume(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	sch := mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t"})
+	if _, err := c.PauseSchedule(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := c.Stats(ctx, "t")
+	advance(c, time.Minute)
+	look(t, c)
+	if st, _ := c.Stats(ctx, "t"); st.Ready+st.Delayed != before.Ready+before.Delayed {
+		t.Fatalf("a paused schedule enqueued ticks: %+v, before %+v", st, before)
+	}
+	r, err := c.ResumeSchedule(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The ticks a look finds due after the resume are those from now on; none of the pause's.
+	ticks := ticksAfter(sch.CreatedAt, time.Second, 70)
+	for _, tk := range ticks {
+		_, err := c.Get(ctx, "t", TickID("s", tk))
+		enqueued := err == nil
+		fromPutOrResume := !tk.After(sch.LastTick) || (tk.After(r.NextRuns[0].Add(-time.Second)) && !tk.After(r.LastTick))
+		if enqueued != fromPutOrResume {
+			t.Errorf("tick %v: enqueued %v, want %v (put enqueued up to %v; resumed at %v up to %v)", tk, enqueued, fromPutOrResume, sch.LastTick, r.NextRuns[0], r.LastTick)
+		}
+	}
+	if r.LastTick.Before(r.NextRuns[0]) {
+		t.Fatalf("resume enqueued no tick: %+v", r)
+	}
+}
+
+// A replaced schedule keeps the jobs enqueued already and makes the next ones from the new
+// definition.
+func TestReplaceAppliesFromTheNextTick(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	first := mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t", Job: Spec{Body: []byte("old")}})
+	mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t", Job: Spec{Body: []byte("new")}})
+	advance(c, 10*time.Second)
+	look(t, c)
+	for _, tk := range ticksAfter(first.CreatedAt, time.Second, 12) {
+		j, err := c.Get(ctx, "t", TickID("s", tk))
+		want := "new"
+		if !tk.After(first.LastTick) {
+			want = "old"
+		}
+		if tk.Before(first.CreatedAt.Add(10*time.Second)) && tk.After(first.LastTick) {
+			continue // passed while no Scheduler ran: only the latest of them is enqueued
+		}
+		if err != nil || string(j.Body) != want {
+			t.Errorf("tick %v: %v, %v; want body %q", tk, j, err, want)
+		}
+	}
+}
+
+// On a Cluster, each schedule's state lives in its own slot and its ticks' jobs in their
+// partitions: schedules run there as anywhere.
+func TestSchedulesOnCluster(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewCluster(t, 3, 0).Client(t)
+	a, b := newClientOn(t, rdb, Config{}), newClientOn(t, rdb, Config{})
+	var got deliveries
+	startWorker(t, b, WorkerConfig{Concurrency: 4}, map[string]Handler{"ticks": got.handle})
+	for i := range 3 {
+		mustPutSchedule(t, a, fmt.Sprint("s", i), ScheduleSpec{Cron: "@every 1s", Topic: "ticks"})
+	}
+	cfg := SchedulerConfig{Interval: 100 * time.Millisecond, Lookahead: time.Second}
+	startScheduler(t, a, cfg)
+	startScheduler(t, b, cfg)
+	list, err := b.Schedules(testContext(t))
+	if err != nil || len(list) != 3 {
+		t.Fatalf("Schedules: %v, %v", list, err)
+	}
+	var ticks []string
+	for _, s := range list {
+		for _, tk := range ticksAfter(s.CreatedAt, time.Second, 3) {
+			ticks = append(ticks, TickID(s.Name, tk))
+		}
+	}
+	testwait.For(t, 20*time.Second, "three ticks of each schedule", func() bool {
+		counts := got.byID()
+		for _, id := range ticks {
+			if counts[id] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	for id, n := range got.byID() {
+		if n != 1 {
+			t.Errorf("job %s was handed out %d times", id, n)
+		}
+	}
+}
