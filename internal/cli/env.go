@@ -41,6 +41,7 @@ var envVars = []envVar{
 	{flag: "redis-appendfsync", name: "DELAYQ_REDIS_APPENDFSYNC"},
 	{flag: "metrics", name: "DELAYQ_METRICS"},
 	{flag: "metrics-public", name: "DELAYQ_METRICS_PUBLIC"},
+	{flag: "dashboard-read-only", name: "DELAYQ_DASHBOARD_READ_ONLY"},
 	// Client commands.
 	{flag: "server", name: "DELAYQ_SERVER"},
 	{flag: "token", name: "DELAYQ_TOKEN", secret: true},

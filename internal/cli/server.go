@@ -35,6 +35,7 @@ type serverConfig struct {
 	appendFsync        string
 	metrics            bool
 	metricsPublic      bool
+	dashboardReadOnly  bool
 }
 
 func newServerCmd(stderr io.Writer) *cobra.Command {
@@ -44,7 +45,7 @@ func newServerCmd(stderr io.Writer) *cobra.Command {
 		Short: "Run the delayq HTTP API server",
 		Long: strings.TrimSpace(`
 Run the delayq HTTP API server: producing, consuming, dead letters, webhook push delivery,
-/metrics and health endpoints.
+/metrics and health endpoints, and the web dashboard at /.
 
 Without --redis it runs its own redis-server child process, listening on a unix socket only,
 with its append-only file in --data-dir; redis-server must be installed. With --redis it uses
@@ -85,6 +86,7 @@ and exits 0.`),
 	f.StringVar(&cfg.appendFsync, "redis-appendfsync", "everysec", "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
 	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
+	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them")
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd
