@@ -190,3 +190,23 @@ func TestBrowserScreenshots(t *testing.T) {
 		}
 	}
 }
+
+func TestBrowserFitsAPhoneScreen(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("t", delayq.Spec{ID: hostileID, Delay: time.Hour,
+		Body: []byte(`{"line": "` + strings.Repeat("wide ", 200) + `", "word": "` + strings.Repeat("W", 500) + `"}`), Format: delayq.FormatJSON})
+	s.bury("t", "dead-"+strings.Repeat("x", 200))
+	tab := newTab(t)
+	do(t, tab, chromedp.EmulateViewport(390, 844))
+	for _, path := range []string{"/", "/topics/t?state=delayed", "/topics/t?state=dead", jobPath("t", hostileID)} {
+		do(t, tab, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
+		width, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if width > 0 {
+			t.Errorf("%s is %d px wider than a 390 px screen", path, width)
+		}
+	}
+}
