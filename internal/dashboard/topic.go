@@ -24,23 +24,23 @@ type topicData struct {
 	Done   *doneNote
 }
 
-// topic is GET /topics/{topic}: its counts and one page of its jobs in ?state= (ready by
-// default), from ?cursor=.
+// topic is GET /topics/{topic}: its counts and one page of its jobs in ?state= (by default
+// the first state, in a job's order, that has any), from ?cursor=.
 func (d *Dashboard) topic(w http.ResponseWriter, r *http.Request, v *view) error {
 	name := r.PathValue("topic")
 	if err := delayq.ValidateTopic(name); err != nil {
 		return err
 	}
 	q := r.URL.Query()
-	state := delayq.State(q.Get("state"))
-	if state == "" {
-		state = delayq.StateReady
-	}
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	stats, err := d.c.Stats(ctx, name)
 	if err != nil {
 		return err
+	}
+	state := delayq.State(q.Get("state"))
+	if state == "" {
+		state = firstWithJobs(stats)
 	}
 	jobs, next, err := d.c.Jobs(ctx, name, state, jobsPerPage, q.Get("cursor"))
 	if err != nil {
@@ -51,4 +51,15 @@ func (d *Dashboard) topic(w http.ResponseWriter, r *http.Request, v *view) error
 		Cursor: q.Get("cursor"), Next: next, Done: readDone(r)}
 	d.render(w, http.StatusOK, "topic", v)
 	return nil
+}
+
+// firstWithJobs is the first state, in a job's order, in which the topic has jobs; ready when
+// it has none.
+func firstWithJobs(s *delayq.TopicStats) delayq.State {
+	for _, st := range states {
+		if stateCount(s, st) > 0 {
+			return st
+		}
+	}
+	return delayq.StateReady
 }
