@@ -19,6 +19,9 @@ func TestServerMountsTheDashboard(t *testing.T) {
 			t.Errorf("GET %s: %d, lacks %q:\n%.1000s", path, status, want, body)
 		}
 	}
+	if body, _ := httpGet(t, ro.URL+"/"); !strings.Contains(body, "Jobs per second, all topics") {
+		t.Error("the overview has no charts")
+	}
 	if body, _ := httpGet(t, ro.URL+"/topics/dash/jobs/j1"); strings.Contains(body, `id="cancel"`) {
 		t.Error("a read-only dashboard shows the cancel action")
 	}

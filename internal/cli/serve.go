@@ -155,7 +155,7 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the HTTP API: %w", err)
 	}
-	handler, err = mountDashboard(cfg, opts, dq, rdb, reg, log, handler)
+	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, log, handler)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -191,8 +191,8 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 }
 
 // mountDashboard puts the web dashboard in front of the API: it serves /, /login, /topics/...
-// and its assets, and the API every other path.
-func mountDashboard(cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, log *slog.Logger, api http.Handler) (http.Handler, error) {
+// and its assets, and the API every other path. Its charts sample the metrics until ctx ends.
+func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, log *slog.Logger, api http.Handler) (http.Handler, error) {
 	mode := "embedded"
 	if opts.redis != nil {
 		mode = opts.redis.Mode.String()
@@ -202,12 +202,13 @@ func mountDashboard(cfg serverConfig, opts *serverOptions, dq *delayq.Client, rd
 		RequestTimeout: cfg.requestTimeout, Logger: log,
 	}
 	if reg != nil {
-		dc.Registerer = reg
+		dc.Registerer, dc.Gatherer = reg, reg
 	}
 	d, err := dashboard.New(dc)
 	if err != nil {
 		return nil, fmt.Errorf("building the web dashboard: %w", err)
 	}
+	go d.Run(ctx)
 	return d.Mount(api), nil
 }
 

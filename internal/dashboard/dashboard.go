@@ -40,6 +40,9 @@ type Config struct {
 	ReadOnly bool
 	// Registerer receives the dashboard's action counter. Nil registers nothing.
 	Registerer prometheus.Registerer
+	// Gatherer is the server's registry, whose job counters and lateness histogram (package
+	// metrics) Run samples for the charts. Nil: no charts.
+	Gatherer prometheus.Gatherer
 	// RequestTimeout bounds the store calls of one page. Defaults to 5s.
 	RequestTimeout time.Duration
 	// Logger receives one line per action and internal errors. Defaults to slog.Default().
@@ -54,6 +57,7 @@ type Dashboard struct {
 	auth     *sessions
 	readOnly bool
 	actions  *prometheus.CounterVec
+	hist     *history // nil without charts
 	timeout  time.Duration
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -90,9 +94,20 @@ func New(cfg Config) (*Dashboard, error) {
 			return nil, fmt.Errorf("dashboard: registering its metric: %w", err)
 		}
 	}
+	if cfg.Gatherer != nil {
+		d.hist = newHistory(cfg.Gatherer)
+	}
 	d.mux = http.NewServeMux()
 	d.routes()
 	return d, nil
+}
+
+// Run samples the metrics the charts draw, every 10 seconds, until ctx ends; without a
+// Gatherer it returns at once.
+func (d *Dashboard) Run(ctx context.Context) {
+	if d.hist != nil {
+		d.hist.run(ctx)
+	}
 }
 
 // Owns reports whether the dashboard serves path; the server sends every other path to the API.

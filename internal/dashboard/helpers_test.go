@@ -33,6 +33,7 @@ type site struct {
 	reg    *prometheus.Registry
 	log    *lockedBuffer
 	tokens []string
+	dash   *Dashboard
 }
 
 // lockedBuffer is a log sink the server writes to while a test reads it.
@@ -80,7 +81,7 @@ func newSite(t testing.TB, edit func(*Config)) *site {
 	}
 	srv := httptest.NewServer(d.Mount(api))
 	t.Cleanup(srv.Close)
-	s := &site{t: t, client: c, url: srv.URL, log: logs, tokens: cfg.Tokens}
+	s := &site{t: t, client: c, url: srv.URL, log: logs, tokens: cfg.Tokens, dash: d}
 	s.reg, _ = cfg.Registerer.(*prometheus.Registry)
 	s.http = newBrowser(t)
 	return s

@@ -31,6 +31,7 @@ type topicsTable struct {
 	Now      time.Time
 	Query    string // the sort and page, for the refresh
 	DeadJobs int64  // dead jobs over all topics
+	Charts   []chart
 }
 
 // sorts are the overview's orders: each puts what needs a look first.
@@ -76,7 +77,7 @@ func (d *Dashboard) topicsTable(r *http.Request) (topicsTable, error) {
 	if err != nil {
 		return topicsTable{}, err
 	}
-	t := topicsTable{Sort: r.URL.Query().Get("sort"), Total: len(all), Now: time.Now()}
+	t := topicsTable{Sort: r.URL.Query().Get("sort"), Total: len(all), Now: time.Now(), Charts: d.hist.overallCharts()}
 	if sorts[t.Sort] == nil {
 		t.Sort = "name"
 	}

@@ -22,6 +22,7 @@ type topicData struct {
 	Cursor string // this page's cursor, "" for the first
 	Next   string // the next page's cursor; "" on the last
 	Done   *doneNote
+	Charts []chart
 }
 
 // topic is GET /topics/{topic}: its counts and one page of its jobs in ?state= (by default
@@ -48,7 +49,7 @@ func (d *Dashboard) topic(w http.ResponseWriter, r *http.Request, v *view) error
 	}
 	v.Title = name
 	v.Data = topicData{Stats: stats, State: state, States: states, Jobs: apiv1.NewJobs(jobs, false),
-		Cursor: q.Get("cursor"), Next: next, Done: readDone(r)}
+		Cursor: q.Get("cursor"), Next: next, Done: readDone(r), Charts: d.hist.topicCharts(name)}
 	d.render(w, http.StatusOK, "topic", v)
 	return nil
 }
