@@ -134,3 +134,18 @@ func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
 		t.Errorf("a read-only dashboard changed jobs: %s, %s", s.state("t", "j"), s.state("t", "d"))
 	}
 }
+
+func TestLoginGoesOnlyToThisServer(t *testing.T) {
+	t.Parallel()
+	for next, want := range map[string]string{
+		"/topics/t?state=dead": "/topics/t?state=dead",
+		"//evil.example/":      "/",
+		"https://evil.example": "/",
+		`/\evil.example`:       "/",
+		"":                     "/",
+	} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}
