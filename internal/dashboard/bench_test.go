@@ -110,6 +110,7 @@ func BenchmarkPageTopic(b *testing.B) {
 		{"ready", "/topics/big?state=ready", jobsPerPage},
 		{"dead", "/topics/big?state=dead", jobsPerPage},
 		{"job", "/topics/big/jobs/later-00000001", 0},
+		{"body-search", "/search?topic=big&body=nowhere", 0},
 	} {
 		b.Run(fmt.Sprintf("%s/jobs=%d", page.name, n), func(b *testing.B) { benchPage(b, d, page.path, page.rows) })
 	}

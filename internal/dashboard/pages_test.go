@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -151,5 +152,39 @@ func TestAPIKeepsItsRoutes(t *testing.T) {
 		if a := s.get(path); !strings.Contains(a.body, want) {
 			t.Errorf("GET %s = %d %.200s, want %s", path, a.status, a.body, want)
 		}
+	}
+}
+
+func TestSearchBodiesIsBounded(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.bury("t", "dead-one") // an empty body
+	specs := make([]delayq.Spec, 0, 1000)
+	for i := range bodyScanLimit + 10 {
+		specs = append(specs, delayq.Spec{ID: fmt.Sprintf("j%05d", i), Delay: time.Hour + time.Duration(i)*time.Millisecond,
+			Body: []byte(fmt.Sprintf(`{"n":%d,"tag":"<b>"}`, i)), Format: delayq.FormatJSON})
+		if len(specs) == cap(specs) || i == bodyScanLimit+9 {
+			if _, err := s.client.EnqueueBatch(t.Context(), "t", specs); err != nil {
+				t.Fatal(err)
+			}
+			specs = specs[:0]
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{`"n":7,`, `1 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:7,</code>:` + "\n" + `2000 of its 2011 jobs read, the search stops there.`},
+		{`"n":2005,`, `0 job(s)`},
+		{`"n":1`, `50 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:1</code> (the first 50)`},
+	} {
+		a := s.get("/search?topic=t&body=" + url.QueryEscape(tc.text))
+		if a.status != http.StatusOK || !strings.Contains(a.body, tc.want) {
+			t.Errorf("body %q: %d, lacks %q:\n%.1500s", tc.text, a.status, tc.want, a.body)
+		}
+	}
+	small := newSite(t, nil)
+	small.enqueue("t", delayq.Spec{ID: "a", Body: []byte("needle <script>")})
+	small.bury("u", "b")
+	a := small.get("/search?topic=t&body=" + url.QueryEscape("<script>"))
+	if !strings.Contains(a.body, `href="/topics/t/jobs/a"`) || !strings.Contains(a.body, "1 of its 1 jobs read.") {
+		t.Errorf("a complete search:\n%s", a.body)
 	}
 }
