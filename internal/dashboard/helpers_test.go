@@ -170,8 +170,14 @@ func (s *site) enqueue(topic string, spec delayq.Spec) *delayq.Job {
 	return j
 }
 
-// bury enqueues a job with id and sends it to the dead letters.
+// bury enqueues a job with id and sends it to the dead letters with the error "boom <b>".
 func (s *site) bury(topic, id string) {
+	s.t.Helper()
+	s.buryWith(topic, id, "boom <b>")
+}
+
+// buryWith enqueues a job with id and sends it to the dead letters with the error errText.
+func (s *site) buryWith(topic, id, errText string) {
 	s.t.Helper()
 	ctx := context.Background()
 	s.enqueue(topic, delayq.Spec{ID: id, NoRetries: true})
@@ -179,7 +185,7 @@ func (s *site) bury(topic, id string) {
 	if err != nil || len(jobs) != 1 || jobs[0].ID != id {
 		s.t.Fatalf("Reserve = %v, %v; want %s", jobs, err, id)
 	}
-	if dead, err := s.client.Nack(ctx, jobs[0].Lease(), delayq.NackOptions{Error: "boom <b>"}); err != nil || !dead {
+	if dead, err := s.client.Nack(ctx, jobs[0].Lease(), delayq.NackOptions{Error: errText}); err != nil || !dead {
 		s.t.Fatalf("Nack = %v, %v", dead, err)
 	}
 }

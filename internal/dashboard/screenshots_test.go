@@ -18,7 +18,7 @@ func seedScreenshots(t *testing.T, s *site) {
 		}
 	}
 	for i := range 3 {
-		s.bury("payments", fmt.Sprintf("pay-%d", 1001+i))
+		s.buryWith("payments", fmt.Sprintf("pay-%d", 1001+i), "payment gateway answered 503 Service Unavailable")
 	}
 	s.enqueue("payments", delayq.Spec{ID: "pay-2001", Delay: 10 * time.Minute,
 		Body: []byte(`{"order": 2001, "amount": {"value": "49.90", "currency": "EUR"}, "customer": "c-118"}`), Format: delayq.FormatJSON})
