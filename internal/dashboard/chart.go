@@ -129,3 +129,31 @@ func (h *history) topicCharts(topic string) []chart {
 	}
 	return []chart{rateChart("Jobs per second", r, h.keep)}
 }
+
+// recentSteps is how many steps the overview's rates average: the last minute.
+const recentSteps = 6
+
+// recentRates are a topic's rates over the last minute, per second, formatted.
+type recentRates struct{ Enqueue, Ack, Fail string }
+
+// recent returns topic's rates over the last recentSteps; nil without a history.
+func (h *history) recent(topic string) *recentRates {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := h.topics[topic]
+	if r == nil {
+		return &recentRates{"0", "0", "0"}
+	}
+	avg := func(v []float64) string {
+		v = keepLast(v, recentSteps)
+		sum := 0.0
+		for _, x := range v {
+			sum += x
+		}
+		return formatValue(sum / float64(max(len(v), 1)))
+	}
+	return &recentRates{Enqueue: avg(r[0]), Ack: avg(r[2]), Fail: avg(r[3])}
+}

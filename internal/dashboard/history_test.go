@@ -49,6 +49,12 @@ func TestHistoryRatesAndLateness(t *testing.T) {
 	if got := h.topics["a"][0]; len(got) != 2 || got[1] != 0 || !math.IsNaN(h.p50[1]) {
 		t.Errorf("a quiet step: rates %v, p50 %v", got, h.p50)
 	}
+	if got := *h.recent("a"); got != (recentRates{Enqueue: "1", Ack: "0", Fail: "0.05"}) {
+		t.Errorf("a's rates over the last minute = %+v", got)
+	}
+	if got := *h.recent("nobody"); got != (recentRates{"0", "0", "0"}) {
+		t.Errorf("an unknown topic's rates = %+v", got)
+	}
 	for range h.keep + 5 {
 		t0 = t0.Add(time.Minute)
 		h.sample(t0)
@@ -100,7 +106,8 @@ func TestPagesShowCharts(t *testing.T) {
 	m.Enqueued.WithLabelValues("t").Add(30)
 	s.dash.hist.sample(now.Add(10 * time.Second))
 	for path, want := range map[string]string{
-		"/":                "Jobs per second, all topics",
+		"/":                `<td class="n rates">3 · 0 · <span>0</span></td>`,
+		"/?page=1":         "Jobs per second, all topics",
 		"/overview/topics": "Delivery lateness",
 		"/topics/t":        `<li class="c-enqueue">enqueue 3/s</li>`,
 	} {

@@ -21,7 +21,7 @@ type overviewData struct {
 
 // topicsTable is the overview's table of topics, refreshed on its own.
 type topicsTable struct {
-	Rows     []delayq.TopicStats
+	Rows     []topicRow
 	Total    int // topics in all
 	Sort     string
 	Page     int
@@ -32,6 +32,13 @@ type topicsTable struct {
 	Query    string // the sort and page, for the refresh
 	DeadJobs int64  // dead jobs over all topics
 	Charts   []chart
+	Rates    bool // the rows have rates
+}
+
+// topicRow is a topic's row of the overview: its counts and, with charts, its recent rates.
+type topicRow struct {
+	delayq.TopicStats
+	Rates *recentRates
 }
 
 // sorts are the overview's orders: each puts what needs a look first.
@@ -95,7 +102,10 @@ func (d *Dashboard) topicsTable(r *http.Request) (topicsTable, error) {
 		t.Next = t.Page + 1
 	}
 	from := (t.Page - 1) * topicsPerPage
-	t.Rows = all[from:min(from+topicsPerPage, len(all))]
+	for _, st := range all[from:min(from+topicsPerPage, len(all))] {
+		t.Rows = append(t.Rows, topicRow{TopicStats: st, Rates: d.hist.recent(st.Name)})
+	}
+	t.Rates = d.hist != nil
 	t.Query = "sort=" + t.Sort + "&page=" + strconv.Itoa(t.Page)
 	return t, nil
 }
