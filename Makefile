@@ -4,7 +4,7 @@
 
 GO ?= go
 
-.PHONY: all test test-short lint lint-openapi install bench bench-smoke bench-peers script-cost build run docker ensure-redis ensure-example-tools
+.PHONY: all test test-short screenshots ensure-chromium lint lint-openapi install bench bench-smoke bench-peers script-cost build run docker ensure-redis ensure-example-tools
 
 all: lint test
 
@@ -15,10 +15,14 @@ ensure-redis:
 ensure-example-tools:
 	@bash scripts/ensure-example-tools.sh
 
-test: ensure-redis ensure-example-tools
+# Chromium: the dashboard's browser tests drive it headless (internal/dashboard).
+ensure-chromium:
+	@bash scripts/ensure-chromium.sh
+
+test: ensure-redis ensure-example-tools ensure-chromium
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ensure-redis ensure-example-tools
+test-short: ensure-redis ensure-example-tools ensure-chromium
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 
 # The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over
@@ -55,6 +59,10 @@ lint-openapi:
 
 bench: ensure-redis
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+# The dashboard's screenshots in docs/ (shown in the README), taken by a browser test.
+screenshots: ensure-redis ensure-chromium
+	DELAYQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowserScreenshots$$' ./internal/dashboard/
 
 build:
 	$(GO) build -o bin/delayq ./cmd/delayq

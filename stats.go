@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
 )
 
 // TopicStats counts a topic's jobs by state.
@@ -41,6 +42,11 @@ func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, e
 	if err != nil {
 		return nil, err
 	}
+	return sumCounts(topic, counts), nil
+}
+
+// sumCounts adds up the counts of a topic's partitions.
+func sumCounts(topic string, counts []store.Counts) *TopicStats {
 	s := &TopicStats{Name: topic}
 	earliest, oldest, now := int64(-1), int64(-1), int64(0)
 	for _, k := range counts {
@@ -58,7 +64,7 @@ func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, e
 	if oldest >= 0 && now > oldest {
 		s.OldestReady = time.Duration(now-oldest) * time.Millisecond
 	}
-	return s, nil
+	return s
 }
 
 // minKnown is the smaller of two times where -1 means unknown.
@@ -69,20 +75,36 @@ func minKnown(a, b int64) int64 {
 	return a
 }
 
-// Topics returns the counts of every topic, sorted by name.
+// statsPipeline bounds the partitions whose counts Topics asks for in one round trip.
+const statsPipeline = 1024
+
+// Topics returns the counts of every topic, sorted by name, reading the partitions of many
+// topics in each round trip.
 func (c *Client) Topics(ctx context.Context) ([]TopicStats, error) {
 	registered, err := c.store.Topics(ctx)
 	if err != nil {
 		return nil, err
 	}
 	names := slices.Sorted(maps.Keys(registered))
-	out := make([]TopicStats, 0, len(names))
+	var parts []keys.Partition
 	for _, name := range names {
-		s, err := c.stats(ctx, name, registered[name])
+		for p := range registered[name] {
+			parts = append(parts, c.store.Partition(name, p))
+		}
+	}
+	counts := make([]store.Counts, 0, len(parts))
+	for chunk := range slices.Chunk(parts, statsPipeline) {
+		k, err := c.store.Stats(ctx, chunk)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, *s)
+		counts = append(counts, k...)
+	}
+	out := make([]TopicStats, 0, len(names))
+	for _, name := range names {
+		n := registered[name]
+		out = append(out, *sumCounts(name, counts[:n]))
+		counts = counts[n:]
 	}
 	return out, nil
 }

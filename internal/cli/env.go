@@ -42,6 +42,7 @@ var envVars = []envVar{
 	{flag: "metrics", name: "DELAYQ_METRICS"},
 	{flag: "metrics-public", name: "DELAYQ_METRICS_PUBLIC"},
 	{flag: "scheduler", name: "DELAYQ_SCHEDULER"},
+	{flag: "dashboard-read-only", name: "DELAYQ_DASHBOARD_READ_ONLY"},
 	// Client commands.
 	{flag: "server", name: "DELAYQ_SERVER"},
 	{flag: "token", name: "DELAYQ_TOKEN", secret: true},

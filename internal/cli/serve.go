@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/dashboard"
 	"github.com/delayq/delayq/internal/embedded"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/metrics"
@@ -161,6 +162,10 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the HTTP API: %w", err)
 	}
+	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, log, handler)
+	if err != nil {
+		return nil, nil, err
+	}
 	if !cfg.metrics {
 		handler = withoutMetrics(handler)
 	}
@@ -208,6 +213,28 @@ func startScheduler(dq *delayq.Client, log *slog.Logger) (stop func(), err error
 		cancel()
 		<-done
 	}, nil
+}
+
+// mountDashboard puts the web dashboard in front of the API: it serves /, /login, /topics/...
+// and its assets, and the API every other path. Its charts sample the metrics until ctx ends.
+func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, log *slog.Logger, api http.Handler) (http.Handler, error) {
+	mode := "embedded"
+	if opts.redis != nil {
+		mode = opts.redis.Mode.String()
+	}
+	dc := dashboard.Config{
+		Client: dq, Redis: rdb, RedisMode: mode, Tokens: cfg.tokens, ReadOnly: cfg.dashboardReadOnly,
+		RequestTimeout: cfg.requestTimeout, Logger: log,
+	}
+	if reg != nil {
+		dc.Registerer, dc.Gatherer = reg, reg
+	}
+	d, err := dashboard.New(dc)
+	if err != nil {
+		return nil, fmt.Errorf("building the web dashboard: %w", err)
+	}
+	go d.Run(ctx)
+	return d.Mount(api), nil
 }
 
 // newHTTPServer returns the server of the API, whose requests run under base.

@@ -36,6 +36,7 @@ type serverConfig struct {
 	metrics            bool
 	metricsPublic      bool
 	scheduler          bool
+	dashboardReadOnly  bool
 }
 
 func newServerCmd(stderr io.Writer) *cobra.Command {
@@ -46,7 +47,7 @@ func newServerCmd(stderr io.Writer) *cobra.Command {
 		Long: strings.TrimSpace(`
 Run the delayq HTTP API server: producing, consuming, dead letters, schedules (recurring jobs,
 whose ticks it enqueues unless --scheduler=false), webhook push delivery, /metrics and health
-endpoints.
+endpoints, and the web dashboard at /.
 
 Without --redis it runs its own redis-server child process, listening on a unix socket only,
 with its append-only file in --data-dir; redis-server must be installed. With --redis it uses
@@ -88,6 +89,7 @@ and exits 0.`),
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
 	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
 	f.BoolVar(&cfg.scheduler, "scheduler", true, "enqueue the jobs of the schedules' ticks; any number of servers may, each tick still gives one job")
+	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them")
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd

@@ -38,6 +38,7 @@ var (
 	getScript         = loadScript("get")
 	statsScript       = loadScript("stats")
 	deadListScript    = loadScript("dead_list")
+	listScript        = loadScript("list")
 	deadRequeueScript = loadScript("dead_requeue")
 	deadDeleteScript  = loadScript("dead_delete")
 )

@@ -1,0 +1,151 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+)
+
+// sessionCookieOf returns the session cookie a response set, or nil.
+func sessionCookieOf(a answer) *http.Cookie {
+	for _, c := range (&http.Response{Header: a.header}).Cookies() {
+		if c.Name == sessionCookie {
+			return c
+		}
+	}
+	return nil
+}
+
+func TestLoginAndLogout(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.Tokens = []string{"first-token", "second-token"} })
+	s.enqueue("t", delayq.Spec{ID: "j"})
+	for _, path := range []string{"/", "/topics/t", "/topics/t/jobs/j", "/search?q=j", "/overview/topics"} {
+		a := s.get(path)
+		if a.status != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/login?next=") {
+			t.Errorf("GET %s without a session: %d %q", path, a.status, a.header.Get("Location"))
+		}
+	}
+	wantStatus(t, "an action without a session", s.post("/topics/t/jobs/j/cancel", url.Values{"confirm": {"yes"}}), http.StatusForbidden)
+	wantStatus(t, "the API without a token", s.get("/v1/topics"), http.StatusUnauthorized)
+
+	token := s.csrf("/login?next=/topics/t")
+	wantStatus(t, "login without CSRF", s.post("/login", url.Values{"token": {"second-token"}}), http.StatusForbidden)
+	bad := s.post("/login", url.Values{csrfField: {token}, "token": {"guess"}, "next": {"/topics/t"}})
+	if !strings.HasPrefix(bad.header.Get("Location"), "/login?failed=1") {
+		t.Fatalf("a wrong token: %d %q", bad.status, bad.header.Get("Location"))
+	}
+	good := s.post("/login", url.Values{csrfField: {token}, "token": {"second-token"}, "next": {"/topics/t"}})
+	c := sessionCookieOf(good)
+	if good.header.Get("Location") != "/topics/t" || c == nil || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Secure {
+		t.Fatalf("login: %q, cookie %+v", good.header.Get("Location"), c)
+	}
+	page := s.get("/topics/t")
+	wantStatus(t, "a page with a session", page, http.StatusOK)
+	if !strings.Contains(page.body, "token:") || !strings.Contains(page.body, `id="logout"`) {
+		t.Errorf("the page does not say who is logged in:\n%s", page.body)
+	}
+	wantStatus(t, "logout without CSRF", s.post("/logout", nil), http.StatusForbidden)
+	out := s.post("/logout", url.Values{csrfField: {s.csrf("/")}})
+	if c := sessionCookieOf(out); c == nil || c.MaxAge >= 0 || out.header.Get("Location") != "/login" {
+		t.Fatalf("logout: %q, cookie %+v", out.header.Get("Location"), c)
+	}
+	wantStatus(t, "after logout", s.get("/"), http.StatusSeeOther)
+}
+
+func TestSessionCookieIsSecureOverTLS(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.Tokens = []string{"tok"} })
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/login", nil)
+	req.Header.Set("X-Forwarded-Proto", "https")
+	if c := sessionCookieOf(s.do(req)); c == nil || !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode {
+		t.Errorf("behind an HTTPS proxy: cookie %+v", c)
+	}
+}
+
+func TestSessionsRefuseForgeries(t *testing.T) {
+	t.Parallel()
+	auth, err := newSessions([]string{"tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &responseRecorder{header: http.Header{}}
+	r, _ := http.NewRequest(http.MethodGet, "/", nil)
+	who, _ := auth.login("tok")
+	auth.write(rec, r, who)
+	good := sessionCookieOf(answer{header: rec.header})
+	payload, sig, _ := strings.Cut(good.Value, ".")
+	other, _ := newSessions([]string{"another"})
+	for name, value := range map[string]string{
+		"good":          good.Value,
+		"bad signature": payload + "." + sig[:len(sig)-2] + "xx",
+		"other server":  payload + "." + other.sign(payload),
+		"no signature":  payload,
+	} {
+		r, _ := http.NewRequest(http.MethodGet, "/", nil)
+		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
+		ses, ok := auth.read(r)
+		if ok != (name == "good") || (ok && ses.Who != who) {
+			t.Errorf("%s: read = %+v, %v", name, ses, ok)
+		}
+	}
+	expired, _ := newSessions([]string{"tok"})
+	ses := session{ID: "x", Who: who, Exp: time.Now().Add(-time.Second).Unix()}
+	if _, ok := expired.readValue(expired.encode(ses)); ok {
+		t.Error("an expired session is accepted")
+	}
+	if _, ok := other.readValue(good.Value); ok {
+		t.Error("a session of a token the server no longer has is accepted")
+	}
+}
+
+type responseRecorder struct{ header http.Header }
+
+func (r *responseRecorder) Header() http.Header         { return r.header }
+func (r *responseRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (r *responseRecorder) WriteHeader(int)             {}
+
+func TestReadOnlyHidesAndRefusesActions(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.ReadOnly = true })
+	s.enqueue("t", delayq.Spec{ID: "j", Delay: time.Hour})
+	s.bury("t", "d")
+	for _, path := range []string{"/topics/t/jobs/j", "/topics/t/jobs/d", "/topics/t?state=dead"} {
+		page := s.get(path)
+		for _, action := range []string{`id="cancel"`, `id="run-now"`, `id="requeue"`, `id="delete"`, `id="requeue-selected"`, `name="id"`} {
+			if strings.Contains(page.body, action) {
+				t.Errorf("%s shows %s on a read-only dashboard", path, action)
+			}
+		}
+	}
+	token := s.csrf("/")
+	for _, path := range []string{"/topics/t/jobs/j/cancel", "/topics/t/jobs/d/requeue", "/topics/t/dead/delete"} {
+		a := s.post(path, url.Values{csrfField: {token}, "confirm": {"yes"}, "all": {"yes"}})
+		wantStatus(t, path, a, http.StatusForbidden)
+		if !strings.Contains(a.body, "read-only") {
+			t.Errorf("%s: the refusal does not say why", path)
+		}
+	}
+	if s.state("t", "j") != "delayed" || s.state("t", "d") != "dead" {
+		t.Errorf("a read-only dashboard changed jobs: %s, %s", s.state("t", "j"), s.state("t", "d"))
+	}
+}
+
+func TestLoginGoesOnlyToThisServer(t *testing.T) {
+	t.Parallel()
+	for next, want := range map[string]string{
+		"/topics/t?state=dead": "/topics/t?state=dead",
+		"//evil.example/":      "/",
+		"https://evil.example": "/",
+		`/\evil.example`:       "/",
+		"":                     "/",
+	} {
+		if got := safeNext(next); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", next, got, want)
+		}
+	}
+}

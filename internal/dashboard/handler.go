@@ -1,0 +1,128 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/delayq/delayq"
+)
+
+// view is what every page template gets besides its own data.
+type view struct {
+	Who      string // who is logged in; "anonymous" on an open dashboard
+	CSRF     string // the session's CSRF token, for every form
+	Open     bool   // no tokens: there is nothing to log out of
+	ReadOnly bool   // actions are hidden
+	Title    string
+	Data     any
+}
+
+// pageFunc serves one page or action for a session that may see it.
+type pageFunc func(d *Dashboard, w http.ResponseWriter, r *http.Request, v *view) error
+
+// httpError is an error shown with its status and text.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+var (
+	errReadOnly = &httpError{http.StatusForbidden, "this dashboard is read-only (--dashboard-read-only)"}
+	errLogin    = &httpError{http.StatusForbidden, "log in first"}
+)
+
+// page wraps h with the session checks: without a session a page redirects to /login (an
+// action is refused); every POST needs the session's CSRF token, and is refused on a read-only
+// dashboard.
+func (d *Dashboard) page(h pageFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ses, ok := d.auth.read(r)
+		if !ok && d.auth.open() {
+			ses, ok = d.auth.write(w, r, anonymous), true
+		}
+		if !ok || ses.Who == "" {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			d.fail(w, r, nil, errLogin)
+			return
+		}
+		v := &view{Who: ses.Who, CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly}
+		if r.Method == http.MethodPost {
+			if err := d.checkAction(r, ses); err != nil {
+				d.fail(w, r, v, err)
+				return
+			}
+		}
+		if err := h(d, w, r, v); err != nil {
+			d.fail(w, r, v, err)
+		}
+	})
+}
+
+// checkAction refuses an action on a read-only dashboard or without the CSRF token.
+func (d *Dashboard) checkAction(r *http.Request, ses session) error {
+	if d.readOnly {
+		return errReadOnly
+	}
+	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
+	if err := d.auth.checkCSRF(r, ses); err != nil {
+		return &httpError{http.StatusForbidden, err.Error()}
+	}
+	return nil
+}
+
+// fail shows err on the error page, with the status it maps to.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, v *view, err error) {
+	status, msg := statusOf(err)
+	if status == http.StatusInternalServerError {
+		d.log.Error("dashboard: serving a page", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if v == nil {
+		v = &view{Open: d.auth.open(), ReadOnly: d.readOnly}
+	}
+	v.Title, v.Data = http.StatusText(status), msg
+	d.render(w, status, "error", v)
+}
+
+// statusOf maps an error to the status and text a page shows.
+func statusOf(err error) (int, string) {
+	var he *httpError
+	var nf *delayq.NotFoundError
+	switch {
+	case errors.As(err, &he):
+		return he.status, he.msg
+	case errors.As(err, &nf):
+		return http.StatusNotFound, nf.Message()
+	case errors.Is(err, delayq.ErrNotFound):
+		return http.StatusNotFound, "not found"
+	case errors.Is(err, delayq.ErrInvalid):
+		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, delayq.ErrWrongState):
+		return http.StatusConflict, "the job is reserved or dead: only a delayed or ready job can be rescheduled"
+	case errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "the store did not answer in time"
+	}
+	return http.StatusInternalServerError, "internal error: see the server's log"
+}
+
+// render writes template name with v, or an error when the template fails before anything
+// was written.
+func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, v); err != nil {
+		d.log.Error("dashboard: rendering a page", "template", name, "err", err)
+		http.Error(w, "internal error: see the server's log", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}

@@ -1,0 +1,54 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+)
+
+// hostileID is an id that would run a script, break out of an attribute or a URL, and stretch
+// a page, were it not escaped.
+var hostileID = `<script>alert("id")</script>'"><img/src=x/onerror=alert(1)>` + strings.Repeat("W", 180)
+
+func TestHostileDataIsEscaped(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	body := []byte(`{"html": "</pre><script>alert(\"body\")</script>", "long": "` + strings.Repeat("x", 100_000) + `"}`)
+	s.enqueue("t", delayq.Spec{ID: hostileID, Body: body, Format: delayq.FormatJSON, Delay: time.Hour})
+	s.bury("t", "<b>dead</b>")
+	s.enqueue("t", delayq.Spec{ID: "text", Body: []byte(`<script>alert("text")</script>`)})
+	job := jobPath("t", hostileID)
+	pages := map[string]string{
+		"job":        job,
+		"text job":   "/topics/t/jobs/text",
+		"topic":      "/topics/t?state=delayed",
+		"dead":       "/topics/t?state=dead",
+		"search":     "/search?q=" + url.QueryEscape(hostileID) + "&topic=nope",
+		"bad search": "/search?q=" + url.QueryEscape("<script>alert(1)</script> x"),
+	}
+	for name, path := range pages {
+		a := s.get(path)
+		if a.status >= 500 {
+			t.Errorf("%s: status %d", name, a.status)
+		}
+		for _, raw := range []string{"<script>alert", "<img", "<b>dead", `</pre><script>`} {
+			if strings.Contains(a.body, raw) {
+				t.Errorf("%s shows %q unescaped", name, raw)
+			}
+		}
+	}
+	a := s.get(job)
+	for _, want := range []string{`&lt;script&gt;alert(&#34;id&#34;)`, `&lt;/pre&gt;&lt;script&gt;alert(\&#34;body\&#34;)`, `id="cancel"`, strings.Repeat("x", 100_000)} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("job page lacks %.60q", want)
+		}
+	}
+	// Its actions reach the job, whatever its id.
+	if a := s.act(job, job+"/cancel", nil); a.status != http.StatusSeeOther || !strings.Contains(s.state("t", hostileID), "not found") {
+		t.Errorf("cancel of the hostile id: %d, job %s", a.status, s.state("t", hostileID))
+	}
+}

@@ -1,0 +1,75 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// loginData is the login page's.
+type loginData struct {
+	Next   string
+	Failed bool
+}
+
+// loginPage is GET /login: a form for a token. It gives the browser a session that is not yet
+// logged in, whose CSRF token the form carries.
+func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
+	if d.auth.open() {
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	ses, ok := d.auth.read(r)
+	if !ok {
+		ses = d.auth.write(w, r, "")
+	}
+	v := &view{Who: ses.Who, CSRF: d.auth.csrfToken(ses), Title: "Log in",
+		Data: loginData{Next: safeNext(r.URL.Query().Get("next")), Failed: r.URL.Query().Has("failed")}}
+	d.render(w, http.StatusOK, "login", v)
+}
+
+// login is POST /login: a right token with the CSRF token of the login page opens a new
+// session for that token and goes on to the page asked for.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
+	ses, ok := d.auth.read(r)
+	if d.auth.open() || !ok {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := d.auth.checkCSRF(r, ses); err != nil {
+		d.fail(w, r, nil, &httpError{http.StatusForbidden, err.Error()})
+		return
+	}
+	next := safeNext(r.PostFormValue("next"))
+	who, ok := d.auth.login(r.PostFormValue("token"))
+	if !ok {
+		d.log.Warn("dashboard: a login with a wrong token", "remote", r.RemoteAddr)
+		http.Redirect(w, r, "/login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
+		return
+	}
+	d.auth.write(w, r, who)
+	d.log.Info("dashboard: logged in", "who", who, "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout is POST /logout: it clears the session, given its CSRF token.
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
+	if ses, ok := d.auth.read(r); ok {
+		if err := d.auth.checkCSRF(r, ses); err != nil {
+			d.fail(w, r, nil, &httpError{http.StatusForbidden, err.Error()})
+			return
+		}
+		d.log.Info("dashboard: logged out", "who", ses.Who)
+	}
+	d.auth.clear(w, r)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target on this server: a path, never "//host" or a URL.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+		return "/"
+	}
+	return next
+}

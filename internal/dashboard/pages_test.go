@@ -1,0 +1,190 @@
+package dashboard
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+)
+
+func TestOverviewShowsTopicsAndRedis(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	wantStatus(t, "empty overview", s.get("/"), http.StatusOK)
+	resp, err := http.Post(s.url+"/v1/topics/orders/jobs", "application/json", strings.NewReader(`{"body":{"n":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s.bury("mail", "m1")
+	a := s.get("/")
+	wantStatus(t, "overview", a, http.StatusOK)
+	for _, want := range []string{`data-topic="orders"`, `data-topic="mail"`, `class="dead" href="/topics/mail?state=dead">1</a>`,
+		"standalone", "Version", "Memory", `hx-get="/overview/topics?sort=name&amp;page=1"`} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("overview lacks %q:\n%s", want, a.body)
+		}
+	}
+	part := s.get("/overview/topics?sort=dead")
+	wantStatus(t, "topics table", part, http.StatusOK)
+	if strings.Contains(part.body, "<html") || strings.Index(part.body, `"mail"`) > strings.Index(part.body, `"orders"`) {
+		t.Errorf("the table alone, sorted by dead jobs, is not:\n%s", part.body)
+	}
+}
+
+func TestOverviewPagesTopics(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for i := range topicsPerPage + 5 {
+		s.enqueue(fmt.Sprintf("t%03d", i), delayq.Spec{})
+	}
+	first, second := s.get("/"), s.get("/?page=2")
+	if strings.Count(first.body, "data-topic=") != topicsPerPage || !strings.Contains(first.body, `rel="next"`) {
+		t.Errorf("page 1 lists %d topics", strings.Count(first.body, "data-topic="))
+	}
+	if strings.Count(second.body, "data-topic=") != 5 || !strings.Contains(second.body, `data-topic="t104"`) {
+		t.Errorf("page 2 lists %d topics", strings.Count(second.body, "data-topic="))
+	}
+}
+
+func TestTopicListsJobsByStateWithPaging(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for i := range jobsPerPage + 3 {
+		s.enqueue("t", delayq.Spec{ID: fmt.Sprintf("j%03d", i), Delay: time.Hour + time.Duration(jobsPerPage-i)*time.Second})
+	}
+	a := s.get("/topics/t?state=delayed")
+	wantStatus(t, "delayed", a, http.StatusOK)
+	rows := strings.Count(a.body, `<tr data-id=`)
+	// By due time: the last enqueued is due first.
+	if rows != jobsPerPage || strings.Index(a.body, `data-id="j052"`) > strings.Index(a.body, `data-id="j051"`) {
+		t.Fatalf("first page: %d rows, or not by due time", rows)
+	}
+	next := regexpFind(t, a.body, `href="(/topics/t\?state=delayed&amp;cursor=[^"]+)" rel="next"`)
+	b := s.get(strings.ReplaceAll(next, "&amp;", "&"))
+	if n := strings.Count(b.body, `<tr data-id=`); n != 3 || !strings.Contains(b.body, `data-id="j000"`) {
+		t.Errorf("second page has %d rows:\n%s", n, b.body)
+	}
+	for _, bad := range []string{"/topics/t?state=stuck", "/topics/t?state=ready&cursor=x!"} {
+		wantStatus(t, bad, s.get(bad), http.StatusBadRequest)
+	}
+	wantStatus(t, "unknown topic", s.get("/topics/nope"), http.StatusNotFound)
+}
+
+func TestSearchFindsAJobByID(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("a", delayq.Spec{ID: "x-1"})
+	s.enqueue("b", delayq.Spec{ID: "x-2"})
+	s.enqueue("c", delayq.Spec{ID: "x-2"})
+	one := s.get("/search?q=x-1")
+	if one.status != http.StatusSeeOther || one.header.Get("Location") != "/topics/a/jobs/x-1" {
+		t.Errorf("one match: %d %q", one.status, one.header.Get("Location"))
+	}
+	two := s.get("/search?q=x-2")
+	if !strings.Contains(two.body, "2 job(s)") || !strings.Contains(two.body, `href="/topics/c/jobs/x-2"`) {
+		t.Errorf("two matches:\n%s", two.body)
+	}
+	none := s.get("/search?q=x-3&topic=a")
+	if !strings.Contains(none.body, "0 job(s)") || !strings.Contains(none.body, "in 1 topic(s)") {
+		t.Errorf("no match in one topic:\n%s", none.body)
+	}
+}
+
+func TestJobPageShowsEveryField(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("t", delayq.Spec{ID: "j", Body: []byte(`{"a":[1,2]}`), Format: delayq.FormatJSON, Priority: 7, Delay: time.Hour})
+	s.enqueue("t", delayq.Spec{ID: "bin", Body: []byte{0, 1, 2, 0xff}})
+	a := s.get("/topics/t/jobs/j")
+	wantStatus(t, "job", a, http.StatusOK)
+	for _, want := range []string{`id="state">delayed`, "{\n  &#34;a&#34;: [\n    1,", "<dt>Priority</dt><dd>7</dd>", "<dt>TTR</dt><dd>30000 ms", `id="run-now"`, `id="cancel"`} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("job page lacks %q:\n%s", want, a.body)
+		}
+	}
+	b := s.get("/topics/t/jobs/bin")
+	if !strings.Contains(b.body, "AAEC/w==") || !strings.Contains(b.body, "00 01 02 ff") {
+		t.Errorf("binary body not as base64 and hex:\n%s", b.body)
+	}
+	wantStatus(t, "no such job", s.get("/topics/t/jobs/nope"), http.StatusNotFound)
+}
+
+func TestAssetsAreCached(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	page := s.get("/")
+	css := regexpFind(t, page.body, `href="(/assets/dashboard\.[0-9a-f]{10}\.css)"`)
+	js := regexpFind(t, page.body, `src="(/assets/htmx\.min\.[0-9a-f]{10}\.js)"`)
+	for _, p := range []string{css, js} {
+		a := s.get(p)
+		if a.status != http.StatusOK || a.header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+			t.Errorf("GET %s: %d, Cache-Control %q", p, a.status, a.header.Get("Cache-Control"))
+		}
+	}
+	if a := s.get(js); !strings.HasPrefix(a.body, "/*! htmx 2.0.4") || a.header.Get("Content-Type") != "text/javascript; charset=utf-8" {
+		t.Errorf("htmx: %q, %.40q", a.header.Get("Content-Type"), a.body)
+	}
+	plain := s.get("/assets/dashboard.css")
+	etag := plain.header.Get("ETag")
+	if plain.status != http.StatusOK || etag == "" || plain.header.Get("Cache-Control") != "no-cache" {
+		t.Fatalf("plain name: %d, ETag %q, Cache-Control %q", plain.status, etag, plain.header.Get("Cache-Control"))
+	}
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/assets/dashboard.css", nil)
+	req.Header.Set("If-None-Match", etag)
+	wantStatus(t, "If-None-Match", s.do(req), http.StatusNotModified)
+	wantStatus(t, "unknown asset", s.get("/assets/nope.js"), http.StatusNotFound)
+}
+
+func TestAPIKeepsItsRoutes(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for path, want := range map[string]string{
+		"/healthz":         `"ok"`,
+		"/v1/topics":       `"topics"`,
+		"/v1/openapi.json": `"openapi"`,
+		"/v1/nope":         `"not_found"`,
+	} {
+		if a := s.get(path); !strings.Contains(a.body, want) {
+			t.Errorf("GET %s = %d %.200s, want %s", path, a.status, a.body, want)
+		}
+	}
+}
+
+func TestSearchBodiesIsBounded(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.bury("t", "dead-one") // an empty body
+	specs := make([]delayq.Spec, 0, 1000)
+	for i := range bodyScanLimit + 10 {
+		specs = append(specs, delayq.Spec{ID: fmt.Sprintf("j%05d", i), Delay: time.Hour + time.Duration(i)*time.Millisecond,
+			Body: []byte(fmt.Sprintf(`{"n":%d,"tag":"<b>"}`, i)), Format: delayq.FormatJSON})
+		if len(specs) == cap(specs) || i == bodyScanLimit+9 {
+			if _, err := s.client.EnqueueBatch(t.Context(), "t", specs); err != nil {
+				t.Fatal(err)
+			}
+			specs = specs[:0]
+		}
+	}
+	for _, tc := range []struct{ text, want string }{
+		{`"n":7,`, `1 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:7,</code>:` + "\n" + `2000 of its 2011 jobs read, the search stops there.`},
+		{`"n":2005,`, `0 job(s)`},
+		{`"n":1`, `50 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:1</code> (the first 50)`},
+	} {
+		a := s.get("/search?topic=t&body=" + url.QueryEscape(tc.text))
+		if a.status != http.StatusOK || !strings.Contains(a.body, tc.want) {
+			t.Errorf("body %q: %d, lacks %q:\n%.1500s", tc.text, a.status, tc.want, a.body)
+		}
+	}
+	small := newSite(t, nil)
+	small.enqueue("t", delayq.Spec{ID: "a", Body: []byte("needle <script>")})
+	small.bury("u", "b")
+	a := small.get("/search?topic=t&body=" + url.QueryEscape("<script>"))
+	if !strings.Contains(a.body, `href="/topics/t/jobs/a"`) || !strings.Contains(a.body, "1 of its 1 jobs read.") {
+		t.Errorf("a complete search:\n%s", a.body)
+	}
+}

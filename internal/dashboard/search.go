@@ -1,0 +1,127 @@
+package dashboard
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
+)
+
+// searchData is the search page's.
+type searchData struct {
+	Query  string
+	Topic  string // "" for every topic
+	Found  []*apiv1.Job
+	Topics int       // topics looked in
+	Body   *bodyScan // a search of bodies, not ids
+}
+
+// search is GET /search?q=<id>[&topic=<topic>]: the jobs with exactly that id, in every topic
+// or in one; or GET /search?topic=<topic>&body=<text>: the jobs of one topic whose bodies hold
+// text, in a bounded scan.
+func (d *Dashboard) search(w http.ResponseWriter, r *http.Request, v *view) error {
+	q := r.URL.Query()
+	data := searchData{Query: strings.TrimSpace(q.Get("q")), Topic: q.Get("topic")}
+	v.Title, v.Data = "Search", &data
+	if text := q.Get("body"); text != "" && data.Topic != "" {
+		ctx, cancel := d.storeContext(r)
+		defer cancel()
+		found, scan, err := d.searchBodies(ctx, data.Topic, text)
+		if err != nil {
+			return err
+		}
+		data.Found, data.Body = found, &scan
+		d.render(w, http.StatusOK, "search", v)
+		return nil
+	}
+	if data.Query == "" {
+		d.render(w, http.StatusOK, "search", v)
+		return nil
+	}
+	if err := delayq.ValidateID(data.Query); err != nil {
+		return err
+	}
+	ctx, cancel := d.storeContext(r)
+	defer cancel()
+	topics := []string{data.Topic}
+	if data.Topic == "" {
+		var err error
+		if topics, err = d.c.TopicNames(ctx); err != nil {
+			return err
+		}
+	}
+	data.Topics = len(topics)
+	for _, t := range topics {
+		j, err := d.c.Get(ctx, t, data.Query)
+		if errors.Is(err, delayq.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		data.Found = append(data.Found, apiv1.NewJob(j))
+	}
+	if len(data.Found) == 1 {
+		j := data.Found[0]
+		http.Redirect(w, r, jobPath(j.Topic, j.ID), http.StatusSeeOther)
+		return nil
+	}
+	d.render(w, http.StatusOK, "search", v)
+	return nil
+}
+
+// A body search reads at most bodyScanLimit jobs, scanPage at a time, and stops at maxFound
+// matches.
+const (
+	bodyScanLimit = 2000
+	scanPage      = 100
+	maxFound      = 50
+)
+
+// bodyScan says what a body search read.
+type bodyScan struct {
+	Text     string
+	Scanned  int
+	Total    int64 // the topic's jobs
+	Complete bool  // every job was read
+}
+
+// searchBodies returns the jobs of topic whose bodies contain text, reading the states in a
+// job's order, a page at a time, until bodyScanLimit jobs or maxFound matches.
+func (d *Dashboard) searchBodies(ctx context.Context, topic, text string) ([]*apiv1.Job, bodyScan, error) {
+	scan := bodyScan{Text: text}
+	stats, err := d.c.Stats(ctx, topic)
+	if err != nil {
+		return nil, scan, err
+	}
+	scan.Total = stats.Delayed + stats.Ready + stats.Reserved + stats.Dead
+	needle := []byte(text)
+	var found []*apiv1.Job
+	for _, st := range states {
+		for cursor := ""; ; {
+			if scan.Scanned >= bodyScanLimit || len(found) >= maxFound {
+				return found, scan, nil
+			}
+			jobs, next, err := d.c.Jobs(ctx, topic, st, min(scanPage, bodyScanLimit-scan.Scanned), cursor)
+			if err != nil {
+				return nil, scan, err
+			}
+			for _, j := range jobs {
+				scan.Scanned++
+				if bytes.Contains(j.Body, needle) && len(found) < maxFound {
+					found = append(found, apiv1.NewJob(j))
+				}
+			}
+			if next == "" {
+				break
+			}
+			cursor = next
+		}
+	}
+	scan.Complete = true
+	return found, scan, nil
+}
