@@ -142,6 +142,9 @@ func TestLoginGoesOnlyToThisServer(t *testing.T) {
 		"//evil.example/":      "/",
 		"https://evil.example": "/",
 		`/\evil.example`:       "/",
+		"/\t/evil.example":     "/", // a browser drops the tab: //evil.example
+		"/\n/evil.example":     "/",
+		"/\x00/evil.example":   "/",
 		"":                     "/",
 	} {
 		if got := safeNext(next); got != want {

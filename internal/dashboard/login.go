@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 )
 
 // loginData is the login page's.
@@ -66,9 +67,12 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect target on this server: a path, never "//host" or a URL.
+// safeNext keeps a redirect target on this server: a path, never "//host" or a URL. It refuses
+// backslashes and control characters too: a browser reads a backslash as a slash and drops
+// tabs and newlines from a URL, so "/\t/host" would take it to "//host".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
+	bad := func(r rune) bool { return r == '\\' || unicode.IsControl(r) }
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsFunc(next, bad) {
 		return "/"
 	}
 	return next
