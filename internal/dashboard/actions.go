@@ -46,7 +46,7 @@ type confirmData struct {
 	IDs    []string
 	All    bool
 	Delay  string
-	Post   string // where the form goes
+	Post   string // where the form goes, escaped: never r.URL.Path, whose id is unescaped
 }
 
 // doneNote says on the page an action led to what it did.
@@ -65,7 +65,7 @@ func (d *Dashboard) jobAction(w http.ResponseWriter, r *http.Request, v *view) e
 	}
 	if r.PostFormValue("confirm") != "yes" {
 		return d.confirm(w, v, confirmData{Action: action, Topic: topic, IDs: []string{id},
-			Delay: r.PostFormValue("delay"), Post: r.URL.Path})
+			Delay: r.PostFormValue("delay"), Post: jobPath(topic, id) + "/" + action})
 	}
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
@@ -100,7 +100,7 @@ func (d *Dashboard) deadAction(w http.ResponseWriter, r *http.Request, v *view) 
 		return &httpError{http.StatusBadRequest, "select at least one job, or all of them"}
 	}
 	if r.PostFormValue("confirm") != "yes" {
-		return d.confirm(w, v, confirmData{Action: action, Topic: topic, IDs: ids, All: all, Post: r.URL.Path})
+		return d.confirm(w, v, confirmData{Action: action, Topic: topic, IDs: ids, All: all, Post: topicPath(topic) + "/dead/" + action})
 	}
 	ctx, cancel := d.storeContext(r)
 	defer cancel()

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"html"
 	"net/http"
 	"net/url"
 	"strings"
@@ -136,4 +137,27 @@ func actionCount(t *testing.T, s *site, action string) int {
 		}
 	}
 	return 0
+}
+
+// The confirmation sends its form to the job it asked about, whatever the job's id: a slash, a
+// question mark or a percent sign in it stays escaped in the form's address.
+func TestConfirmationActsOnTheJobItNames(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for _, id := range []string{"a/b", "a?b", "a%41", "aA"} {
+		s.enqueue("t", delayq.Spec{ID: id, Delay: time.Hour})
+	}
+	for _, id := range []string{"a/b", "a?b", "a%41"} {
+		page := jobPath("t", id)
+		ask := s.post(page+"/cancel", url.Values{csrfField: {s.csrf(page)}})
+		wantStatus(t, "confirmation of "+id, ask, http.StatusOK)
+		action := html.UnescapeString(regexpFind(t, ask.body, `<form method="post" action="([^"]*)"`))
+		a := s.act(page, action, nil)
+		if a.status != http.StatusSeeOther || !strings.Contains(s.state("t", id), "not found") {
+			t.Errorf("confirmed cancel of %q, sent to %s: %d; the job is %s", id, action, a.status, s.state("t", id))
+		}
+	}
+	if got := s.state("t", "aA"); got != "delayed" {
+		t.Errorf("job aA, never confirmed, is %s", got)
+	}
 }
