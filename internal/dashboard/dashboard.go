@@ -120,9 +120,12 @@ func Owns(path string) bool {
 }
 
 // Mount returns a handler that serves the dashboard's paths and sends every other to api.
+// "/" is also a path of the API's document, so a method other than GET there gets the API's
+// answer: 405 with its error body.
 func (d *Dashboard) Mount(api http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if Owns(r.URL.Path) {
+		apiRoot := r.URL.Path == "/" && r.Method != http.MethodGet && r.Method != http.MethodHead
+		if Owns(r.URL.Path) && !apiRoot {
 			d.ServeHTTP(w, r)
 			return
 		}
