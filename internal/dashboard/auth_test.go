@@ -152,3 +152,21 @@ func TestLoginGoesOnlyToThisServer(t *testing.T) {
 		}
 	}
 }
+
+// Servers given the same tokens accept each other's sessions, in whatever order they list them.
+func TestSessionsDoNotDependOnTheTokensOrder(t *testing.T) {
+	t.Parallel()
+	one, err := newSessions([]string{"first-token", "second-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := newSessions([]string{"second-token", "first-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	who, _ := one.login("first-token")
+	ses := session{ID: "x", Who: who, Exp: time.Now().Add(time.Hour).Unix()}
+	if _, ok := other.readValue(one.encode(ses)); !ok {
+		t.Error("a server with the same tokens in another order refuses the session")
+	}
+}

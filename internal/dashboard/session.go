@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,18 +41,24 @@ type sessions struct {
 }
 
 // newSessions returns the session keeper for tokens. With tokens, cookies are signed with a key
-// derived from them, so that every server given the same tokens accepts the same sessions and
-// removing a token ends the sessions it opened; without, with a key of this process's own.
+// derived from them, so that every server given the same tokens, in any order, accepts the same
+// sessions and removing a token ends the sessions it opened; without, with a key of this
+// process's own.
 func newSessions(tokens []string) (*sessions, error) {
 	s := &sessions{tokens: map[string][sha256.Size]byte{}}
 	mac := hmac.New(sha256.New, []byte("delayq dashboard sessions"))
+	var sums [][]byte
 	for i, tok := range tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
 			return nil, fmt.Errorf("dashboard: token %d is empty or has white space", i)
 		}
 		sum := sha256.Sum256([]byte(tok))
 		s.tokens[fingerprint(sum)] = sum
-		mac.Write(sum[:])
+		sums = append(sums, sum[:])
+	}
+	slices.SortFunc(sums, bytes.Compare)
+	for _, sum := range slices.CompactFunc(sums, bytes.Equal) {
+		mac.Write(sum)
 	}
 	if len(tokens) == 0 {
 		mac.Write([]byte(randomID()))
