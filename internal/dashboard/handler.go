@@ -46,7 +46,7 @@ func (d *Dashboard) page(h pageFunc) http.Handler {
 			ses, ok = d.auth.write(w, r, anonymous), true
 		}
 		if !ok || ses.Who == "" {
-			if r.Method == http.MethodGet {
+			if r.Method != http.MethodPost {
 				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 				return
 			}

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +24,21 @@ func TestRootAnswersOtherMethodsAsTheAPI(t *testing.T) {
 		err = json.Unmarshal([]byte(a.body), &body)
 		if a.status != http.StatusMethodNotAllowed || a.header.Get("Allow") == "" || err != nil || body.Error.Code != "method_not_allowed" {
 			t.Errorf("%s /: %d, Allow %q, body %q", method, a.status, a.header.Get("Allow"), a.body)
+		}
+	}
+}
+
+// Without a session, HEAD on a page is sent to the login page as GET is, not refused.
+func TestHeadWithoutASessionGoesToTheLogin(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.Tokens = []string{"tok"} })
+	for _, path := range []string{"/", "/topics/t", "/search?q=j"} {
+		req, err := http.NewRequest(http.MethodHead, s.url+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := s.do(req); a.status != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/login?next=") {
+			t.Errorf("HEAD %s: %d %q", path, a.status, a.header.Get("Location"))
 		}
 	}
 }
