@@ -57,11 +57,33 @@ func (c *Client) Jobs(ctx context.Context, topic string, state State, limit int,
 		found = found[:limit]
 		next = positionCursor(found[limit-1].Position)
 	}
-	jobs := make([]*Job, len(found))
-	for i, l := range found {
-		jobs[i] = jobFromRecord(topic, l.Record)
+	jobs, err := c.readListed(ctx, topic, parts, found)
+	if err != nil {
+		return nil, "", err
 	}
 	return jobs, next, nil
+}
+
+// readListed reads the jobs of a page, in its order, in one round trip; a job that ended since
+// it was listed is left out.
+func (c *Client) readListed(ctx context.Context, topic string, parts []keys.Partition, page []store.Listed) ([]*Job, error) {
+	ps := make([]keys.Partition, len(page))
+	ids := make([]string, len(page))
+	for i, l := range page {
+		ps[i], ids[i] = parts[l.Part], l.ID
+	}
+	recs, errs := c.store.GetMany(ctx, ps, ids)
+	jobs := make([]*Job, 0, len(page))
+	for i, r := range recs {
+		switch {
+		case errors.Is(errs[i], store.ErrNotFound):
+		case errs[i] != nil:
+			return nil, errs[i]
+		default:
+			jobs = append(jobs, jobFromRecord(topic, r))
+		}
+	}
+	return jobs, nil
 }
 
 // A state list's cursor is base64url("<segment>:<score>:<id>") of the last job of a page.

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -116,5 +118,46 @@ func TestJobsByStateRefusals(t *testing.T) {
 	}
 	if jobs, next, err := c.Jobs(ctx, "nobody", StateReady, 10, ""); err != nil || len(jobs) != 0 || next != "" {
 		t.Errorf("unknown topic = %v, %q, %v", jobs, next, err)
+	}
+}
+
+// TestJobsPageReadsOnlyTheRecordsItShows lists a page of a topic whose jobs have large bodies
+// over many partitions: Redis must send the records of the page's jobs, not those of every
+// partition's candidates for it.
+func TestJobsPageReadsOnlyTheRecordsItShows(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{Partitions: 8})
+	ctx := testContext(t)
+	body := make([]byte, 16<<10)
+	specs := make([]Spec, 200)
+	for i := range specs {
+		specs[i] = Spec{Body: body, Delay: time.Hour + time.Duration(i)*time.Second}
+	}
+	if _, err := c.EnqueueBatch(ctx, "big", specs); err != nil {
+		t.Fatal(err)
+	}
+	sent := func() int64 {
+		v, err := rdb.Info(ctx, "stats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(v, "\r\n") {
+			if n, ok := strings.CutPrefix(line, "total_net_output_bytes:"); ok {
+				b, _ := strconv.ParseInt(n, 10, 64)
+				return b
+			}
+		}
+		t.Fatal("no total_net_output_bytes")
+		return 0
+	}
+	const limit = 5
+	before := sent()
+	jobs, _, err := c.Jobs(ctx, "big", StateDelayed, limit, "")
+	if err != nil || len(jobs) != limit {
+		t.Fatalf("Jobs = %d jobs, %v", len(jobs), err)
+	}
+	// The page's records, and room for the ids and positions of every partition's candidates.
+	if got, most := sent()-before, int64(limit*len(body)+64<<10); got > most {
+		t.Errorf("a page of %d jobs of %d bytes made Redis send %d bytes, over %d", limit, len(body), got, most)
 	}
 }

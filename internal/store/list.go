@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/keys"
 )
@@ -26,10 +29,11 @@ func (p Position) Less(q Position) bool {
 	return p.ID < q.ID
 }
 
-// Listed is a job of a state's list with its position.
+// Listed is a job of a state's list: its position and the partition it is in (an index into
+// the partitions given to List).
 type Listed struct {
 	Position
-	Record
+	Part int
 }
 
 // List returns up to limit jobs of partition p in state ("delayed", "ready" or "reserved") that
@@ -52,28 +56,46 @@ func (s *Store) List(ctx context.Context, parts []keys.Partition, state string, 
 			return nil, fmt.Errorf("delayq: list: %w", err)
 		}
 		for _, v := range vals {
-			l, err := parseListed(v)
+			pos, err := parsePosition(v)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, l)
+			out = append(out, Listed{pos, i})
 		}
 	}
 	return out, nil
 }
 
-func parseListed(v any) (Listed, error) {
+func parsePosition(v any) (Position, error) {
 	f, ok := v.([]any)
 	if !ok || len(f) != 3 {
-		return Listed{}, fmt.Errorf("delayq: malformed list entry %T", v)
+		return Position{}, fmt.Errorf("delayq: malformed list entry %T", v)
 	}
 	score, err := strconv.ParseFloat(toString(f[1]), 64)
 	if err != nil {
-		return Listed{}, fmt.Errorf("delayq: list score %q: %w", toString(f[1]), err)
+		return Position{}, fmt.Errorf("delayq: list score %q: %w", toString(f[1]), err)
 	}
-	r, err := parseRecord(f[2])
-	if err != nil {
-		return Listed{}, err
+	return Position{int(toInt(f[0])), int64(score), toString(f[2])}, nil
+}
+
+// GetMany reads jobs ids[i] of partitions parts[i], in one round trip. A job that is gone has
+// ErrNotFound in its place in errs.
+func (s *Store) GetMany(ctx context.Context, parts []keys.Partition, ids []string) ([]Record, []error) {
+	cmds, errs := s.pipelined(ctx, getScript, len(ids), func(i int) script { return read(parts[i], ids[i]) })
+	recs := make([]Record, len(ids))
+	for i, cmd := range cmds {
+		if errs[i] != nil {
+			continue
+		}
+		v, err := cmd.Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			errs[i] = ErrNotFound
+		case err != nil:
+			errs[i] = fmt.Errorf("delayq: get: %w", err)
+		default:
+			recs[i], errs[i] = parseRecord(v)
+		}
 	}
-	return Listed{Position{int(toInt(f[0])), int64(score), r.ID}, r}, nil
+	return recs, errs
 }

@@ -6,7 +6,8 @@
 -- due but still in the delayed set (score: due time), 1 for the ready sets (score:
 -- ready_score, that is priority, then due time). 'delayed' (score: due time) and 'reserved'
 -- (score: lease deadline) have segment 0 only.
--- Returns up to the page size of {segment, score, job as reply()}, in position order.
+-- Returns up to the page size of {segment, score, id}, in position order: positions only, so
+-- that a page over many partitions reads the records of the jobs it shows and no others.
 local limit = tonumber(ARGV[7])
 local after_seg, after_score, after_id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 
@@ -73,9 +74,5 @@ table.sort(found, function(a, b)
   return a[3] < b[3]
 end)
 local out = {}
-for i = 1, math.min(#found, limit) do
-  local e = found[i]
-  local rec = redis.call('HGET', JOBS, e[3])
-  if rec then out[#out + 1] = {e[1], e[2], reply(e[3], rec)} end
-end
+for i = 1, math.min(#found, limit) do out[i] = found[i] end
 return out
