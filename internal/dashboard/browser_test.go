@@ -117,6 +117,27 @@ func TestBrowserRequeuesADeadJob(t *testing.T) {
 	}
 }
 
+func TestBrowserPausesASchedule(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.putSchedule("nightly", delayq.ScheduleSpec{Cron: "0 3 * * *", Topic: "reports"})
+	tab := newTab(t)
+	do(t, tab,
+		chromedp.Navigate(s.url+"/"),
+		chromedp.Click(chromedp.CSS("#schedules-link")),
+		chromedp.Click(chromedp.CSS(`tr[data-schedule="nightly"] button[data-action="pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#done")),
+	)
+	if got := textOf(t, tab, "#state"); got != "paused" || !s.paused("nightly") {
+		t.Errorf("after the pause the page says %q, the store %v", got, s.paused("nightly"))
+	}
+	if got := textOf(t, tab, "#next-runs"); got != "none" {
+		t.Errorf("a paused schedule's next runs: %q", got)
+	}
+}
+
 func TestBrowserLogsInAndOut(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.Tokens = []string{"browser-token"} })

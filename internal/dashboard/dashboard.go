@@ -113,10 +113,10 @@ func (d *Dashboard) Run(ctx context.Context) {
 // Owns reports whether the dashboard serves path; the server sends every other path to the API.
 func Owns(path string) bool {
 	switch path {
-	case "/", "/login", "/logout", "/search", "/overview/topics":
+	case "/", "/login", "/logout", "/search", "/overview/topics", "/schedules":
 		return true
 	}
-	return strings.HasPrefix(path, "/topics/") || strings.HasPrefix(path, assetPrefix)
+	return strings.HasPrefix(path, "/topics/") || strings.HasPrefix(path, "/schedules/") || strings.HasPrefix(path, assetPrefix)
 }
 
 // Mount returns a handler that serves the dashboard's paths and sends every other to api.
@@ -153,6 +153,9 @@ func (d *Dashboard) routes() {
 	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
 	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)
 	page("POST /topics/{topic}/dead/{action}", (*Dashboard).deadAction)
+	page("GET /schedules", (*Dashboard).schedules)
+	page("GET /schedules/{name}", (*Dashboard).schedule)
+	page("POST /schedules/{name}/{action}", (*Dashboard).scheduleAction)
 }
 
 // storeContext bounds the store calls made for r.
