@@ -55,6 +55,7 @@ type Dashboard struct {
 	redis    redis.UniversalClient
 	mode     string
 	auth     *sessions
+	logins   *loginLimiter
 	readOnly bool
 	actions  *prometheus.CounterVec
 	hist     *history // nil without charts
@@ -76,7 +77,7 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	d := &Dashboard{
-		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, readOnly: cfg.ReadOnly,
+		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, logins: newLoginLimiter(), readOnly: cfg.ReadOnly,
 		timeout: cfg.RequestTimeout, log: cfg.Logger,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "delayq", Name: "dashboard_actions_total",
