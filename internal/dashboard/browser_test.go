@@ -218,9 +218,11 @@ func TestBrowserFitsAPhoneScreen(t *testing.T) {
 	s.enqueue("t", delayq.Spec{ID: hostileID, Delay: time.Hour,
 		Body: []byte(`{"line": "` + strings.Repeat("wide ", 200) + `", "word": "` + strings.Repeat("W", 500) + `"}`), Format: delayq.FormatJSON})
 	s.bury("t", "dead-"+strings.Repeat("x", 200))
+	s.putSchedule("every-weekday-morning-"+strings.Repeat("x", 100), delayq.ScheduleSpec{Cron: "0 9 * * MON-FRI", TimeZone: "America/Argentina/Buenos_Aires", Topic: "t"})
 	tab := newTab(t)
 	do(t, tab, chromedp.EmulateViewport(390, 844))
-	for _, path := range []string{"/", "/topics/t?state=delayed", "/topics/t?state=dead", jobPath("t", hostileID)} {
+	for _, path := range []string{"/", "/topics/t?state=delayed", "/topics/t?state=dead", jobPath("t", hostileID),
+		"/schedules", schedulePath("every-weekday-morning-" + strings.Repeat("x", 100))} {
 		do(t, tab, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
 		width, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
 		if err != nil {
