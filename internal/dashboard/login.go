@@ -41,7 +41,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	addr := clientAddr(r)
-	if wait := d.logins.wait(addr); wait > 0 {
+	if wait := d.logins.attempt(addr); wait > 0 {
 		d.tooManyLogins(w, r, wait)
 		return
 	}
@@ -53,7 +53,6 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	who, ok := d.auth.login(r.PostFormValue("token"))
 	if !ok {
-		d.logins.failed(addr)
 		d.log.Warn("dashboard: a login with a wrong token", "remote", r.RemoteAddr)
 		http.Redirect(w, r, "/login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return

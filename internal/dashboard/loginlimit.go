@@ -27,7 +27,7 @@ type loginLimiter struct {
 	addrs map[string]*loginFailures
 }
 
-// loginFailures are one address's wrong tokens in a row.
+// loginFailures are one address's wrong tokens in a row (and the attempts under way).
 type loginFailures struct {
 	n     int
 	last  time.Time // the last wrong token
@@ -38,23 +38,17 @@ func newLoginLimiter() *loginLimiter {
 	return &loginLimiter{now: time.Now, addrs: map[string]*loginFailures{}}
 }
 
-// wait is how long addr must wait before /login takes a token from it; 0 when it may try now.
-func (l *loginLimiter) wait(addr string) time.Duration {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	f := l.addrs[addr]
-	if f == nil {
-		return 0
-	}
-	return max(f.until.Sub(l.now()), 0)
-}
-
-// failed records a wrong token from addr.
-func (l *loginLimiter) failed(addr string) {
+// attempt returns how long addr must wait before /login takes a token from it; when it may try
+// now (0), it counts the attempt as a wrong token until succeeded clears it, so that attempts
+// sent at once cannot all pass before the first of them fails.
+func (l *loginLimiter) attempt(addr string) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
 	f := l.addrs[addr]
+	if f != nil && f.until.After(now) {
+		return f.until.Sub(now)
+	}
 	if f == nil || now.Sub(f.last) >= loginForget {
 		if len(l.addrs) >= loginMaxAddrs {
 			l.forget(now)
@@ -67,6 +61,7 @@ func (l *loginLimiter) failed(addr string) {
 	if over := f.n - loginFreeFailures; over >= 0 {
 		f.until = now.Add(min(loginBackoff<<min(over, 16), loginMaxBackoff))
 	}
+	return 0
 }
 
 // succeeded clears addr's record.

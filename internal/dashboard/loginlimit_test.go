@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,30 +62,57 @@ func TestLoginLimiterByAddress(t *testing.T) {
 	l := newLoginLimiter()
 	clock := newFakeClock()
 	l.now = clock.now
-	for range loginFreeFailures + 10 {
-		l.failed("192.0.2.1")
+	for i := range loginFreeFailures {
+		if w := l.attempt("192.0.2.1"); w != 0 {
+			t.Fatalf("attempt %d waits %v", i+1, w)
+		}
 	}
-	if w := l.wait("192.0.2.1"); w != loginMaxBackoff {
+	for range 10 { // each after waiting as long as told
+		for w := l.attempt("192.0.2.1"); w != 0; w = l.attempt("192.0.2.1") {
+			clock.advance(w)
+		}
+	}
+	if w := l.attempt("192.0.2.1"); w != loginMaxBackoff {
 		t.Errorf("after many wrong tokens the wait is %v, want at most %v", w, loginMaxBackoff)
 	}
-	if w := l.wait("192.0.2.2"); w != 0 {
+	if w := l.attempt("192.0.2.2"); w != 0 {
 		t.Errorf("another address waits %v", w)
 	}
 	clock.advance(loginForget)
-	l.failed("192.0.2.1")
-	if w := l.wait("192.0.2.1"); w != 0 {
-		t.Errorf("a wrong token long after the others waits %v: they are forgotten", w)
+	l.attempt("192.0.2.1")
+	if w := l.attempt("192.0.2.1"); w != 0 {
+		t.Errorf("an attempt long after the others waits %v: they are forgotten", w)
 	}
 	l.succeeded("192.0.2.1")
+	l.succeeded("192.0.2.2")
 	if len(l.addrs) != 0 {
-		t.Errorf("a right token leaves %d records", len(l.addrs))
+		t.Errorf("right tokens leave %d records", len(l.addrs))
 	}
 	for i := range loginMaxAddrs {
-		l.failed(fmt.Sprintf("10.%d.%d.1", i/256, i%256))
+		l.attempt(fmt.Sprintf("10.%d.%d.1", i/256, i%256))
 	}
 	clock.advance(loginForget)
-	l.failed("192.0.2.3")
+	l.attempt("192.0.2.3")
 	if len(l.addrs) != 1 {
 		t.Errorf("%d addresses remembered once the others are old, want 1", len(l.addrs))
+	}
+}
+
+// Attempts sent at once count before any of them fails: no more than the free ones pass.
+func TestLoginLimiterCountsAttemptsUnderWay(t *testing.T) {
+	t.Parallel()
+	l := newLoginLimiter()
+	var passed atomic.Int64
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if l.attempt("192.0.2.1") == 0 {
+				passed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := passed.Load(); n != loginFreeFailures {
+		t.Errorf("%d of 50 attempts at once passed, want %d", n, loginFreeFailures)
 	}
 }
