@@ -47,6 +47,8 @@ type confirmData struct {
 	All    bool
 	Delay  string
 	Post   string // where the form goes, escaped: never r.URL.Path, whose id is unescaped
+	// Schedule names the schedule of a schedule's action; Topic and IDs are then empty.
+	Schedule string
 }
 
 // doneNote says on the page an action led to what it did.
@@ -70,7 +72,7 @@ func (d *Dashboard) jobAction(w http.ResponseWriter, r *http.Request, v *view) e
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	n, err := act(ctx, d.c, topic, id, r.PostForm)
-	d.record(v.Who, action, topic, []string{id}, n, err)
+	d.record(v.Who, action, n, err, jobsLogged(topic, []string{id})...)
 	if err != nil {
 		return err
 	}
@@ -108,7 +110,7 @@ func (d *Dashboard) deadAction(w http.ResponseWriter, r *http.Request, v *view) 
 	if all {
 		ids = nil
 	}
-	d.record(v.Who, "dead-"+action, topic, ids, n, err)
+	d.record(v.Who, "dead-"+action, n, err, jobsLogged(topic, ids)...)
 	if err != nil {
 		return err
 	}
@@ -134,20 +136,26 @@ func (d *Dashboard) confirm(w http.ResponseWriter, v *view, c confirmData) error
 	return nil
 }
 
-// record logs an action and counts it; nil ids mean all the topic's dead jobs.
-func (d *Dashboard) record(who, action, topic string, ids []string, n int, err error) {
+// record logs an action, with what it acted on in attrs, and counts it.
+func (d *Dashboard) record(who, action string, n int, err error, attrs ...any) {
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
 	}
 	d.actions.WithLabelValues(action, outcome).Inc()
+	args := append([]any{"who", who, "action", action}, attrs...)
+	d.log.Info("dashboard: action", append(args, "changed", n, "err", err)...)
+}
+
+// jobsLogged are the log attributes of an action on jobs of topic; nil ids mean all the
+// topic's dead jobs.
+func jobsLogged(topic string, ids []string) []any {
 	const shown = 20 // ids logged per action; the count says how many there were
 	jobs := slog.Any("ids", ids[:min(len(ids), shown)])
 	if ids == nil {
 		jobs = slog.String("ids", "all")
 	}
-	d.log.Info("dashboard: action", "who", who, "action", action, "topic", topic,
-		jobs, "selected", len(ids), "changed", n, "err", err)
+	return []any{"topic", topic, jobs, "selected", len(ids)}
 }
 
 // readDone reads the note ?done=&n= that an action's redirect left, for known actions only.
@@ -155,7 +163,8 @@ func readDone(r *http.Request) *doneNote {
 	q := r.URL.Query()
 	action := q.Get("done")
 	switch action {
-	case "cancel", "run-now", "reschedule", "requeue", "delete", "dead-requeue", "dead-delete":
+	case "cancel", "run-now", "reschedule", "requeue", "delete", "dead-requeue", "dead-delete",
+		"schedule-pause", "schedule-resume", "schedule-delete":
 	default:
 		return nil
 	}

@@ -90,13 +90,16 @@ func serveAsset(w http.ResponseWriter, r *http.Request) {
 
 // pages holds every page template.
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"asset":     assetURL,
-	"topicPath": topicPath,
-	"jobPath":   jobPath,
-	"age":       age,
-	"bytes":     humanBytes,
-	"count":     stateCount,
-	"args":      actionArgs,
+	"asset":          assetURL,
+	"topicPath":      topicPath,
+	"jobPath":        jobPath,
+	"schedulePath":   schedulePath,
+	"scheduleArgs":   scheduleArgs,
+	"scheduleAction": scheduleActionArgs,
+	"age":            age,
+	"bytes":          humanBytes,
+	"count":          stateCount,
+	"args":           actionArgs,
 }).ParseFS(templateFiles, "templates/*.html"))
 
 // stateCount is a topic's count of jobs in state.
@@ -121,4 +124,22 @@ type actionButton struct {
 
 func actionArgs(v *view, j *apiv1.Job, action, label string) actionButton {
 	return actionButton{v, j, action, label}
+}
+
+// scheduleButtons is what the "schedule-buttons" template gets: a schedule's actions.
+type scheduleButtons struct {
+	View     *view
+	Schedule apiv1.Schedule
+}
+
+func scheduleArgs(v *view, s apiv1.Schedule) scheduleButtons { return scheduleButtons{v, s} }
+
+// scheduleButton is what the "schedule-action" template gets: one action on one schedule.
+type scheduleButton struct {
+	View                *view
+	Name, Action, Label string
+}
+
+func scheduleActionArgs(v *view, name, action, label string) scheduleButton {
+	return scheduleButton{v, name, action, label}
 }

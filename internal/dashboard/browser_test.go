@@ -117,6 +117,27 @@ func TestBrowserRequeuesADeadJob(t *testing.T) {
 	}
 }
 
+func TestBrowserPausesASchedule(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.putSchedule("nightly", delayq.ScheduleSpec{Cron: "0 3 * * *", Topic: "reports"})
+	tab := newTab(t)
+	do(t, tab,
+		chromedp.Navigate(s.url+"/"),
+		chromedp.Click(chromedp.CSS("#schedules-link")),
+		chromedp.Click(chromedp.CSS(`tr[data-schedule="nightly"] button[data-action="pause"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#done")),
+	)
+	if got := textOf(t, tab, "#state"); got != "paused" || !s.paused("nightly") {
+		t.Errorf("after the pause the page says %q, the store %v", got, s.paused("nightly"))
+	}
+	if got := textOf(t, tab, "#next-runs"); got != "none" {
+		t.Errorf("a paused schedule's next runs: %q", got)
+	}
+}
+
 func TestBrowserLogsInAndOut(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.Tokens = []string{"browser-token"} })
@@ -197,9 +218,11 @@ func TestBrowserFitsAPhoneScreen(t *testing.T) {
 	s.enqueue("t", delayq.Spec{ID: hostileID, Delay: time.Hour,
 		Body: []byte(`{"line": "` + strings.Repeat("wide ", 200) + `", "word": "` + strings.Repeat("W", 500) + `"}`), Format: delayq.FormatJSON})
 	s.bury("t", "dead-"+strings.Repeat("x", 200))
+	s.putSchedule("every-weekday-morning-"+strings.Repeat("x", 100), delayq.ScheduleSpec{Cron: "0 9 * * MON-FRI", TimeZone: "America/Argentina/Buenos_Aires", Topic: "t"})
 	tab := newTab(t)
 	do(t, tab, chromedp.EmulateViewport(390, 844))
-	for _, path := range []string{"/", "/topics/t?state=delayed", "/topics/t?state=dead", jobPath("t", hostileID)} {
+	for _, path := range []string{"/", "/topics/t?state=delayed", "/topics/t?state=dead", jobPath("t", hostileID),
+		"/schedules", schedulePath("every-weekday-morning-" + strings.Repeat("x", 100))} {
 		do(t, tab, chromedp.Navigate(s.url+path), chromedp.WaitVisible(chromedp.CSS("main")))
 		width, err := chromedp.Run(tab, chromedp.Evaluate[int](`document.documentElement.scrollWidth - window.innerWidth`))
 		if err != nil {

@@ -133,8 +133,9 @@ func (h *history) topicCharts(topic string) []chart {
 // recentSteps is how many steps the overview's rates average: the last minute.
 const recentSteps = 6
 
-// recentRates are a topic's rates over the last minute, per second, formatted.
-type recentRates struct{ Enqueue, Ack, Fail string }
+// recentRates are a topic's rates over the last minute, per second, and its lateness p50 and
+// p99 over the last hour, formatted.
+type recentRates struct{ Enqueue, Ack, Fail, LateP50, LateP99 string }
 
 // recent returns topic's rates over the last recentSteps; nil without a history.
 func (h *history) recent(topic string) *recentRates {
@@ -143,9 +144,10 @@ func (h *history) recent(topic string) *recentRates {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	p50, p99 := h.topicQuantiles(topic)
 	r := h.topics[topic]
 	if r == nil {
-		return &recentRates{"0", "0", "0"}
+		return &recentRates{"0", "0", "0", millis(p50), millis(p99)}
 	}
 	avg := func(v []float64) string {
 		v = keepLast(v, recentSteps)
@@ -155,5 +157,5 @@ func (h *history) recent(topic string) *recentRates {
 		}
 		return formatValue(sum / float64(max(len(v), 1)))
 	}
-	return &recentRates{Enqueue: avg(r[0]), Ack: avg(r[2]), Fail: avg(r[3])}
+	return &recentRates{Enqueue: avg(r[0]), Ack: avg(r[2]), Fail: avg(r[3]), LateP50: millis(p50), LateP99: millis(p99)}
 }

@@ -55,6 +55,7 @@ type Dashboard struct {
 	redis    redis.UniversalClient
 	mode     string
 	auth     *sessions
+	logins   *loginLimiter
 	readOnly bool
 	actions  *prometheus.CounterVec
 	hist     *history // nil without charts
@@ -76,7 +77,7 @@ func New(cfg Config) (*Dashboard, error) {
 		return nil, err
 	}
 	d := &Dashboard{
-		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, readOnly: cfg.ReadOnly,
+		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, logins: newLoginLimiter(), readOnly: cfg.ReadOnly,
 		timeout: cfg.RequestTimeout, log: cfg.Logger,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "delayq", Name: "dashboard_actions_total",
@@ -113,10 +114,10 @@ func (d *Dashboard) Run(ctx context.Context) {
 // Owns reports whether the dashboard serves path; the server sends every other path to the API.
 func Owns(path string) bool {
 	switch path {
-	case "/", "/login", "/logout", "/search", "/overview/topics":
+	case "/", "/login", "/logout", "/search", "/overview/topics", "/schedules":
 		return true
 	}
-	return strings.HasPrefix(path, "/topics/") || strings.HasPrefix(path, assetPrefix)
+	return strings.HasPrefix(path, "/topics/") || strings.HasPrefix(path, "/schedules/") || strings.HasPrefix(path, assetPrefix)
 }
 
 // Mount returns a handler that serves the dashboard's paths and sends every other to api.
@@ -156,6 +157,9 @@ func (d *Dashboard) routes() {
 	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
 	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)
 	page("POST /topics/{topic}/dead/{action}", (*Dashboard).deadAction)
+	page("GET /schedules", (*Dashboard).schedules)
+	page("GET /schedules/{name}", (*Dashboard).schedule)
+	page("POST /schedules/{name}/{action}", (*Dashboard).scheduleAction)
 }
 
 // storeContext bounds the store calls made for r.

@@ -44,10 +44,13 @@ type history struct {
 	topics map[string]*rates
 	p50    []float64 // lateness of each step, seconds; NaN for a step without deliveries
 	p99    []float64
+
+	lateBounds []float64                 // the per-topic lateness bucket upper bounds
+	late       map[string]*topicLateness // by topic
 }
 
 func newHistory(g prometheus.Gatherer) *history {
-	return &history{g: g, keep: int(historySpan / historyStep), counts: map[string]*[len(rateMetrics)]float64{}, topics: map[string]*rates{}}
+	return &history{g: g, keep: int(historySpan / historyStep), counts: map[string]*[len(rateMetrics)]float64{}, topics: map[string]*rates{}, late: map[string]*topicLateness{}}
 }
 
 // run samples every historyStep until ctx ends.
@@ -71,12 +74,14 @@ func (h *history) sample(now time.Time) {
 	if err != nil && len(families) == 0 {
 		return
 	}
-	counts, bounds, cumul := readCounters(families)
+	r := readCounters(families)
+	counts, bounds, cumul := r.counts, r.bounds, r.cumul
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	first := h.last.IsZero()
 	secs := now.Sub(h.last).Seconds()
 	h.last = now
+	h.sampleTopicLateness(now, first, r.topicBounds, r.topicCumul)
 	if first || secs <= 0 {
 		h.counts, h.bounds, h.cumul = counts, bounds, cumul
 		return
@@ -115,14 +120,27 @@ func keepLast[T any](s []T, n int) []T {
 	return s
 }
 
+// reading is what sample reads from the registry.
+type reading struct {
+	counts        map[string]*[len(rateMetrics)]float64 // the charted counters by topic
+	bounds, cumul []float64                             // the lateness histogram, over its modes
+	topicBounds   []float64                             // the per-topic lateness histogram's bounds
+	topicCumul    map[string][]float64                  // and its cumulative buckets by topic
+}
+
 // readCounters sums the charted counters by topic (over their other labels) and the lateness
-// histogram's cumulative buckets (over its modes).
-func readCounters(families []*dto.MetricFamily) (map[string]*[len(rateMetrics)]float64, []float64, []float64) {
-	counts := map[string]*[len(rateMetrics)]float64{}
-	var bounds, cumul []float64
+// histogram's cumulative buckets (over its modes), and reads the per-topic lateness histogram.
+func readCounters(families []*dto.MetricFamily) reading {
+	r := reading{counts: map[string]*[len(rateMetrics)]float64{}, topicCumul: map[string][]float64{}}
 	for _, f := range families {
-		if f.GetName() == latenessMetric {
-			bounds, cumul = sumBuckets(f.GetMetric())
+		switch f.GetName() {
+		case latenessMetric:
+			r.bounds, r.cumul = sumBuckets(f.GetMetric())
+			continue
+		case topicLatenessMetric:
+			for _, m := range f.GetMetric() {
+				r.topicBounds, r.topicCumul[labelValue(m, "topic")] = sumBuckets([]*dto.Metric{m})
+			}
 			continue
 		}
 		for i, name := range rateMetrics {
@@ -131,14 +149,14 @@ func readCounters(families []*dto.MetricFamily) (map[string]*[len(rateMetrics)]f
 			}
 			for _, m := range f.GetMetric() {
 				topic := labelValue(m, "topic")
-				if counts[topic] == nil {
-					counts[topic] = &[len(rateMetrics)]float64{}
+				if r.counts[topic] == nil {
+					r.counts[topic] = &[len(rateMetrics)]float64{}
 				}
-				counts[topic][i] += m.GetCounter().GetValue()
+				r.counts[topic][i] += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return counts, bounds, cumul
+	return r
 }
 
 func labelValue(m *dto.Metric, name string) string {

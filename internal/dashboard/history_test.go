@@ -49,10 +49,10 @@ func TestHistoryRatesAndLateness(t *testing.T) {
 	if got := h.topics["a"][0]; len(got) != 2 || got[1] != 0 || !math.IsNaN(h.p50[1]) {
 		t.Errorf("a quiet step: rates %v, p50 %v", got, h.p50)
 	}
-	if got := *h.recent("a"); got != (recentRates{Enqueue: "1", Ack: "0", Fail: "0.05"}) {
+	if got := *h.recent("a"); got != (recentRates{Enqueue: "1", Ack: "0", Fail: "0.05", LateP50: "—", LateP99: "—"}) {
 		t.Errorf("a's rates over the last minute = %+v", got)
 	}
-	if got := *h.recent("nobody"); got != (recentRates{"0", "0", "0"}) {
+	if got := *h.recent("nobody"); got != (recentRates{"0", "0", "0", "—", "—"}) {
 		t.Errorf("an unknown topic's rates = %+v", got)
 	}
 	for range h.keep + 5 {
@@ -61,6 +61,53 @@ func TestHistoryRatesAndLateness(t *testing.T) {
 	}
 	if len(h.ends) != h.keep || len(h.total[0]) != h.keep || len(h.topics["b"][0]) != h.keep {
 		t.Errorf("kept %d steps, want %d", len(h.ends), h.keep)
+	}
+}
+
+func TestHistoryTopicLatenessOverTheLastHour(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	h := newHistory(reg)
+	late := func(topic string) (string, string) {
+		r := h.recent(topic)
+		return r.LateP50, r.LateP99
+	}
+	t0 := time.Unix(1_000_000, 0)
+	h.sample(t0)
+	for range 98 {
+		m.ObserveLateness("a", "pull", 1500*time.Microsecond) // in the (1 ms, 2 ms] bucket
+	}
+	m.ObserveLateness("a", "push", 300*time.Millisecond)
+	m.ObserveLateness("a", "push", 300*time.Millisecond)
+	m.Enqueued.WithLabelValues("b").Inc()
+	now := t0.Add(historyStep)
+	h.sample(now)
+	if p50, p99 := late("a"); p50 != "1.51 ms" || p99 != "375 ms" {
+		t.Errorf("a's lateness p50, p99 = %s, %s; want 1.51 ms, 375 ms", p50, p99)
+	}
+	if p50, p99 := late("b"); p50 != "—" || p99 != "—" {
+		t.Errorf("b delivered nothing, yet its lateness is %s, %s", p50, p99)
+	}
+	for i := range 70 {
+		now = now.Add(time.Minute)
+		if i == 30 {
+			for range 10 {
+				m.ObserveLateness("a", "pull", 4*time.Millisecond) // in (2 ms, 5 ms]
+			}
+		}
+		h.sample(now)
+	}
+	if p50, _ := late("a"); p50 != "3.5 ms" {
+		t.Errorf("over the last hour a's p50 = %s, want 3.5 ms: the deliveries of an hour ago are out", p50)
+	}
+	if n := len(h.late["a"].snaps); n > int(historySpan/latenessSnapStep)+1 {
+		t.Errorf("a topic keeps %d snapshots", n)
+	}
+	m.ForgetTopics(map[string]bool{"b": true})
+	h.sample(now.Add(historyStep))
+	if p50, _ := late("a"); p50 != "—" || h.late["a"] != nil {
+		t.Errorf("a deleted topic's lateness is still %s", p50)
 	}
 }
 
@@ -104,10 +151,12 @@ func TestPagesShowCharts(t *testing.T) {
 	now := time.Now()
 	s.dash.hist.sample(now)
 	m.Enqueued.WithLabelValues("t").Add(30)
+	m.ObserveLateness("t", "pull", 1500*time.Microsecond)
 	s.dash.hist.sample(now.Add(10 * time.Second))
 	for path, want := range map[string]string{
 		"/":                `<td class="n rates">3 · 0 · <span>0</span></td>`,
 		"/?page=1":         "Jobs per second, all topics",
+		"/?sort=name":      `<td class="n late">1.5 ms · 1.99 ms</td>`,
 		"/overview/topics": "Delivery lateness",
 		"/topics/t":        `<li class="c-enqueue">enqueue 3/s</li>`,
 	} {

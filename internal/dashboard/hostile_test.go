@@ -21,8 +21,12 @@ func TestHostileDataIsEscaped(t *testing.T) {
 	s.enqueue("t", delayq.Spec{ID: hostileID, Body: body, Format: delayq.FormatJSON, Delay: time.Hour})
 	s.bury("t", "<b>dead</b>")
 	s.enqueue("t", delayq.Spec{ID: "text", Body: []byte(`<script>alert("text")</script>`)})
+	s.putSchedule("hostile", delayq.ScheduleSpec{Cron: "@hourly", Topic: "t",
+		Job: delayq.Spec{Body: []byte(`{"html": "</pre><script>alert(\"schedule\")</script>'"}`), Format: delayq.FormatJSON}})
 	job := jobPath("t", hostileID)
 	pages := map[string]string{
+		"schedules":  "/schedules",
+		"schedule":   "/schedules/hostile",
 		"job":        job,
 		"text job":   "/topics/t/jobs/text",
 		"topic":      "/topics/t?state=delayed",
@@ -40,6 +44,9 @@ func TestHostileDataIsEscaped(t *testing.T) {
 				t.Errorf("%s shows %q unescaped", name, raw)
 			}
 		}
+	}
+	if sch := s.get("/schedules/hostile").body; !strings.Contains(sch, `&lt;/pre&gt;&lt;script&gt;alert(\&#34;schedule\&#34;)&lt;/script&gt;&#39;`) {
+		t.Errorf("the schedule's page does not show its body escaped:\n%s", sch)
 	}
 	a := s.get(job)
 	for _, want := range []string{`&lt;script&gt;alert(&#34;id&#34;)`, `&lt;/pre&gt;&lt;script&gt;alert(\&#34;body\&#34;)`, `id="cancel"`, strings.Repeat("x", 100_000)} {

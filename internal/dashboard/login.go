@@ -1,9 +1,13 @@
 package dashboard
 
 import (
+	"fmt"
+	"math"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -37,6 +41,11 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
+	addr := clientAddr(r)
+	if wait := d.logins.attempt(addr); wait > 0 {
+		d.tooManyLogins(w, r, wait)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := d.auth.checkCSRF(r, ses); err != nil {
 		d.fail(w, r, nil, &httpError{http.StatusForbidden, err.Error()})
@@ -49,9 +58,20 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}
+	d.logins.succeeded(addr)
 	d.auth.write(w, r, who)
 	d.log.Info("dashboard: logged in", "who", who, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// tooManyLogins refuses a login from an address that sent too many wrong tokens, saying when
+// it may try again.
+func (d *Dashboard) tooManyLogins(w http.ResponseWriter, r *http.Request, wait time.Duration) {
+	secs := int(math.Ceil(wait.Seconds()))
+	d.log.Warn("dashboard: a login refused after too many wrong tokens", "remote", r.RemoteAddr, "retry_after", secs)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	d.fail(w, r, nil, &httpError{http.StatusTooManyRequests,
+		fmt.Sprintf("too many wrong tokens from this address: try again in %d s", secs)})
 }
 
 // logout is POST /logout: it clears the session, given its CSRF token.

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,8 +16,9 @@ const topicsPerPage = 100
 
 // overviewData is the overview's.
 type overviewData struct {
-	Redis  *redisFacts
-	Topics topicsTable
+	Redis     *redisFacts
+	Topics    topicsTable
+	Schedules int // how many schedules there are; the navigation links to them when any
 }
 
 // topicsTable is the overview's table of topics, refreshed on its own.
@@ -60,7 +62,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) er
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	v.Title = "Overview"
-	v.Data = overviewData{Redis: readRedisFacts(ctx, d.redis, d.mode), Topics: table}
+	v.Data = overviewData{Redis: readRedisFacts(ctx, d.redis, d.mode), Topics: table, Schedules: d.countSchedules(ctx)}
 	d.render(w, http.StatusOK, "overview", v)
 	return nil
 }
@@ -108,4 +110,14 @@ func (d *Dashboard) topicsTable(r *http.Request) (topicsTable, error) {
 	t.Rates = d.hist != nil
 	t.Query = "sort=" + t.Sort + "&page=" + strconv.Itoa(t.Page)
 	return t, nil
+}
+
+// countSchedules is how many schedules there are; 0, logged, when they cannot be read, for the
+// overview shows without its link to them rather than not at all.
+func (d *Dashboard) countSchedules(ctx context.Context) int {
+	all, err := d.c.Schedules(ctx)
+	if err != nil {
+		d.log.Warn("dashboard: reading the schedules for the overview", "err", err)
+	}
+	return len(all)
 }

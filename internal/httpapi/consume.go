@@ -47,7 +47,7 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	if a.m != nil && len(jobs) > 0 {
 		a.m.Delivered.WithLabelValues(topic, "pull").Add(float64(len(jobs)))
 		for _, j := range jobs {
-			a.m.Lateness.WithLabelValues("pull").Observe(j.Lateness().Seconds())
+			a.m.ObserveLateness(topic, "pull", j.Lateness())
 		}
 	}
 	if r.Context().Err() != nil {

@@ -15,11 +15,13 @@ func TestLatenessOfAPastRunAt(t *testing.T) {
 	e.enqueue("late", map[string]any{"run_at": "2001-01-01T00:00:00.000Z"})
 	e.reserveOne("late", nil)
 	metrics := string(e.call("GET", "/metrics", nil).want(t, http.StatusOK).body)
-	m := regexp.MustCompile(`(?m)^delayq_delivery_lateness_seconds_sum\{mode="pull"\} (\S+)$`).FindStringSubmatch(metrics)
-	if m == nil {
-		t.Fatalf("no pull lateness in:\n%s", metrics)
-	}
-	if sum, err := strconv.ParseFloat(m[1], 64); err != nil || sum > 10 {
-		t.Fatalf("lateness sum %s s for one job reserved right after its enqueue", m[1])
+	for _, series := range []string{`delayq_delivery_lateness_seconds_sum\{mode="pull"\}`, `delayq_delivery_lateness_by_topic_seconds_sum\{topic="late"\}`} {
+		m := regexp.MustCompile(`(?m)^` + series + ` (\S+)$`).FindStringSubmatch(metrics)
+		if m == nil {
+			t.Fatalf("no %s in:\n%s", series, metrics)
+		}
+		if sum, err := strconv.ParseFloat(m[1], 64); err != nil || sum > 10 {
+			t.Fatalf("%s: %s s for one job reserved right after its enqueue", series, m[1])
+		}
 	}
 }

@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 )
@@ -19,11 +21,17 @@ type Metrics struct {
 	Cancelled *prometheus.CounterVec   // by topic
 	Webhooks  *prometheus.CounterVec   // by topic and outcome (ok, http_error, gone, timeout, refused, error)
 	Lateness  *prometheus.HistogramVec // by mode: lease time minus due time (Job.Lateness), seconds
-	Duration  *prometheus.HistogramVec // by mode: handler or webhook duration, seconds
+	// TopicLateness is Lateness by topic (over both modes), so that a late topic shows among
+	// punctual ones; ObserveLateness records both.
+	TopicLateness *prometheus.HistogramVec
+	Duration      *prometheus.HistogramVec // by mode: handler or webhook duration, seconds
 
 	Requests        *prometheus.CounterVec   // HTTP requests by route template, method and status code
 	RequestDuration *prometheus.HistogramVec // by route template, method and status code, seconds
 }
+
+// latenessBuckets are the bounds of both lateness histograms, in seconds.
+var latenessBuckets = []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60}
 
 // New creates the metrics and registers them on reg.
 func New(reg prometheus.Registerer) *Metrics {
@@ -42,8 +50,13 @@ func New(reg prometheus.Registerer) *Metrics {
 		Lateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "delayq", Name: "delivery_lateness_seconds",
 			Help:    "From when a job was due (never before it was enqueued) to when Redis leased it, by the Redis server's clock.",
-			Buckets: []float64{.001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+			Buckets: latenessBuckets,
 		}, []string{"mode"}),
+		TopicLateness: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "delayq", Name: "delivery_lateness_by_topic_seconds",
+			Help:    "delayq_delivery_lateness_seconds by topic, over both delivery modes.",
+			Buckets: latenessBuckets,
+		}, []string{"topic"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "delayq", Name: "handler_duration_seconds",
 			Help:    "Time from delivery to ack or nack (pull), or of the webhook call (push).",
@@ -57,8 +70,15 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "method", "code"}),
 	}
 	reg.MustRegister(m.Enqueued, m.Delivered, m.Acked, m.Nacked, m.Retried, m.Dead, m.Cancelled,
-		m.Webhooks, m.Lateness, m.Duration, m.Requests, m.RequestDuration)
+		m.Webhooks, m.Lateness, m.TopicLateness, m.Duration, m.Requests, m.RequestDuration)
 	return m
+}
+
+// ObserveLateness records how late a delivery of topic in mode (pull, push) was leased after it
+// was due (Job.Lateness).
+func (m *Metrics) ObserveLateness(topic, mode string, late time.Duration) {
+	m.Lateness.WithLabelValues(mode).Observe(late.Seconds())
+	m.TopicLateness.WithLabelValues(topic).Observe(late.Seconds())
 }
 
 // byTopic are the series labelled with a topic.
@@ -66,6 +86,7 @@ func (m *Metrics) byTopic() []*prometheus.MetricVec {
 	return []*prometheus.MetricVec{
 		m.Enqueued.MetricVec, m.Delivered.MetricVec, m.Acked.MetricVec, m.Nacked.MetricVec,
 		m.Retried.MetricVec, m.Dead.MetricVec, m.Cancelled.MetricVec, m.Webhooks.MetricVec,
+		m.TopicLateness.MetricVec,
 	}
 }
 

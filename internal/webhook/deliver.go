@@ -111,7 +111,7 @@ func (d *Dispatcher) deliver(ctx context.Context, job *delayq.Job) error {
 	m := d.cfg.Metrics
 	if m != nil {
 		m.Delivered.WithLabelValues(job.Topic, "push").Inc()
-		m.Lateness.WithLabelValues("push").Observe(job.Lateness().Seconds())
+		m.ObserveLateness(job.Topic, "push", job.Lateness())
 	}
 	outcome, err := d.post(ctx, job)
 	if outcome == "" {

@@ -1,0 +1,105 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/apiv1"
+)
+
+// schedulesData is the schedules page's.
+type schedulesData struct {
+	Schedules []apiv1.Schedule
+	Done      *doneNote
+}
+
+// scheduleData is a schedule's page.
+type scheduleData struct {
+	Schedule apiv1.Schedule
+	Body     body   // the body of each tick's job
+	LastJob  string // the path of the last tick's job; "" before the first tick
+	Done     *doneNote
+}
+
+// scheduleActions are the actions on a schedule, by the name in their path.
+var scheduleActions = map[string]func(ctx context.Context, c *delayq.Client, name string) error{
+	"pause": func(ctx context.Context, c *delayq.Client, name string) error {
+		_, err := c.PauseSchedule(ctx, name)
+		return err
+	},
+	"resume": func(ctx context.Context, c *delayq.Client, name string) error {
+		_, err := c.ResumeSchedule(ctx, name)
+		return err
+	},
+	"delete": func(ctx context.Context, c *delayq.Client, name string) error {
+		return c.DeleteSchedule(ctx, name)
+	},
+}
+
+// schedules is GET /schedules: every schedule, by name.
+func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx, cancel := d.storeContext(r)
+	defer cancel()
+	all, err := d.c.Schedules(ctx)
+	if err != nil {
+		return err
+	}
+	v.Title = "Schedules"
+	v.Data = schedulesData{Schedules: apiv1.NewSchedules(all).Schedules, Done: readDone(r)}
+	d.render(w, http.StatusOK, "schedules", v)
+	return nil
+}
+
+// schedule is GET /schedules/{name}: every field of a schedule, the job its ticks enqueue, and
+// its actions.
+func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request, v *view) error {
+	ctx, cancel := d.storeContext(r)
+	defer cancel()
+	sch, err := d.c.GetSchedule(ctx, r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	data := scheduleData{Schedule: apiv1.NewSchedule(sch), Body: showBody(sch.Spec.Job.Body, sch.Spec.Job.Format), Done: readDone(r)}
+	if !sch.LastTick.IsZero() {
+		data.LastJob = jobPath(sch.Spec.Topic, delayq.TickID(sch.Name, sch.LastTick))
+	}
+	v.Title, v.Data = sch.Name, data
+	d.render(w, http.StatusOK, "schedule", v)
+	return nil
+}
+
+// scheduleAction is POST /schedules/{name}/{pause|resume|delete}: without confirm=yes it shows
+// a confirmation; with it, it acts and goes back to the schedule, or to the list after a delete.
+func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, v *view) error {
+	name, action := r.PathValue("name"), r.PathValue("action")
+	act := scheduleActions[action]
+	if act == nil {
+		return &httpError{http.StatusNotFound, fmt.Sprintf("no action %q", action)}
+	}
+	if r.PostFormValue("confirm") != "yes" {
+		return d.confirm(w, v, confirmData{Action: action, Schedule: name, Post: schedulePath(name) + "/" + action})
+	}
+	ctx, cancel := d.storeContext(r)
+	defer cancel()
+	err := act(ctx, d.c, name)
+	n := 1
+	if err != nil {
+		n = 0
+	}
+	d.record(v.Who, "schedule-"+action, n, err, "schedule", name)
+	if err != nil {
+		return err
+	}
+	back := schedulePath(name)
+	if action == "delete" {
+		back = "/schedules"
+	}
+	http.Redirect(w, r, back+"?done=schedule-"+action+"&n="+strconv.Itoa(n), http.StatusSeeOther)
+	return nil
+}
+
+func schedulePath(name string) string { return "/schedules/" + url.PathEscape(name) }

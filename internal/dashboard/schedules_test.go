@@ -1,0 +1,126 @@
+package dashboard
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/delayq/delayq"
+)
+
+// putSchedule creates schedule name on the site's store.
+func (s *site) putSchedule(name string, spec delayq.ScheduleSpec) *delayq.Schedule {
+	s.t.Helper()
+	sch, _, err := s.client.PutSchedule(s.t.Context(), name, spec)
+	if err != nil {
+		s.t.Fatalf("PutSchedule(%q): %v", name, err)
+	}
+	return sch
+}
+
+func (s *site) paused(name string) bool {
+	s.t.Helper()
+	sch, err := s.client.GetSchedule(s.t.Context(), name)
+	if err != nil {
+		s.t.Fatalf("GetSchedule(%q): %v", name, err)
+	}
+	return sch.Paused
+}
+
+func TestSchedulesPages(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	if strings.Contains(s.get("/").body, `href="/schedules"`) {
+		t.Error("the overview links to schedules while there are none")
+	}
+	if a := s.get("/schedules"); a.status != http.StatusOK || !strings.Contains(a.body, "No schedules") {
+		t.Errorf("no schedules: %d\n%s", a.status, a.body)
+	}
+	s.putSchedule("nightly-report", delayq.ScheduleSpec{Cron: "30 2 * * *", TimeZone: "Europe/Berlin", Topic: "reports",
+		Job: delayq.Spec{Body: []byte(`{"report":"daily"}`), Format: delayq.FormatJSON}})
+	s.putSchedule("heartbeat", delayq.ScheduleSpec{Cron: "@every 1h", Topic: "pings"})
+	if _, err := s.client.PauseSchedule(t.Context(), "heartbeat"); err != nil {
+		t.Fatal(err)
+	}
+	if got := regexpFind(t, s.get("/").body, `id="schedules-link">Schedules <b>(\d+)</b>`); got != "2" {
+		t.Errorf("the overview counts %s schedules", got)
+	}
+	list := s.get("/schedules").body
+	for _, want := range []string{`<tr data-schedule="heartbeat">`, `<code>30 2 * * *</code>`, `Europe/Berlin`, `href="/topics/reports"`,
+		`<span class="state paused">paused</span>`, `data-action="resume"`, `data-action="pause"`, `data-action="delete"`} {
+		if !strings.Contains(list, want) {
+			t.Errorf("the list lacks %q", want)
+		}
+	}
+	page := s.get("/schedules/nightly-report")
+	wantStatus(t, "a schedule's page", page, http.StatusOK)
+	for _, want := range []string{`<dd>Europe/Berlin</dd>`, `&#34;report&#34;: &#34;daily&#34;`, `running`, `data-action="pause"`} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("the schedule's page lacks %q", want)
+		}
+	}
+	if runs := regexpFind(t, page.body, `(?s)id="next-runs">(.*?)</dd>`); strings.Count(runs, ":30:00") != 5 {
+		t.Errorf("next runs: %s", runs)
+	}
+	wantStatus(t, "a missing schedule", s.get("/schedules/nope"), http.StatusNotFound)
+}
+
+func TestScheduleActions(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.putSchedule("hourly", delayq.ScheduleSpec{Cron: "@hourly", Topic: "t"})
+	page := "/schedules/hourly"
+	wantStatus(t, "without the CSRF token", s.post(page+"/pause", url.Values{"confirm": {"yes"}}), http.StatusForbidden)
+	ask := s.post(page+"/pause", url.Values{csrfField: {s.csrf(page)}})
+	if !strings.Contains(ask.body, `name="confirm" value="yes"`) || !strings.Contains(ask.body, `Pause schedule <strong>hourly</strong>?`) || s.paused("hourly") {
+		t.Fatalf("no confirmation, or the schedule changed:\n%s", ask.body)
+	}
+	a := s.act(page, page+"/pause", nil)
+	if a.header.Get("Location") != page+"?done=schedule-pause&n=1" || !s.paused("hourly") {
+		t.Fatalf("pause: %d %q", a.status, a.header.Get("Location"))
+	}
+	if !strings.Contains(s.get(page+"?done=schedule-pause&n=1").body, `id="done">Paused the schedule.`) {
+		t.Error("no note of the pause")
+	}
+	s.act(page, page+"/resume", nil)
+	if s.paused("hourly") {
+		t.Error("resume left the schedule paused")
+	}
+	wantStatus(t, "unknown action", s.act(page, page+"/explode", nil), http.StatusNotFound)
+	wantStatus(t, "a missing schedule", s.act("/schedules", "/schedules/nope/pause", nil), http.StatusNotFound)
+	a = s.act(page, page+"/delete", nil)
+	if a.header.Get("Location") != "/schedules?done=schedule-delete&n=1" {
+		t.Errorf("delete: %d %q", a.status, a.header.Get("Location"))
+	}
+	if _, err := s.client.GetSchedule(t.Context(), "hourly"); err == nil {
+		t.Error("the schedule is still there")
+	}
+	for _, action := range []string{"schedule-pause", "schedule-resume", "schedule-delete"} {
+		if n := actionCount(t, s, action); n != 1 {
+			t.Errorf("%s counted %d times", action, n)
+		}
+	}
+	if want := `who=anonymous action=schedule-pause schedule=hourly changed=1`; !strings.Contains(s.log.String(), want) {
+		t.Errorf("log lacks %q:\n%s", want, s.log.String())
+	}
+}
+
+func TestReadOnlyHidesAndRefusesScheduleActions(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.ReadOnly = true })
+	s.putSchedule("hourly", delayq.ScheduleSpec{Cron: "@hourly", Topic: "t"})
+	for _, path := range []string{"/schedules", "/schedules/hourly"} {
+		if page := s.get(path); page.status != http.StatusOK || strings.Contains(page.body, "data-action=") {
+			t.Errorf("%s: %d, or it shows actions on a read-only dashboard", path, page.status)
+		}
+	}
+	token := s.csrf("/schedules")
+	for _, action := range []string{"pause", "delete"} {
+		a := s.post("/schedules/hourly/"+action, url.Values{csrfField: {token}, "confirm": {"yes"}})
+		wantStatus(t, action, a, http.StatusForbidden)
+	}
+	if s.paused("hourly") {
+		t.Error("a read-only dashboard paused the schedule")
+	}
+}
