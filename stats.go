@@ -5,11 +5,9 @@ import (
 	"maps"
 	"slices"
 	"time"
-
-	"github.com/delayq/delayq/internal/keys"
 )
 
-// TopicStats counts a topic's jobs by state.
+// TopicStats counts a topic's jobs by state, with its controls.
 type TopicStats struct {
 	Name     string
 	Delayed  int64
@@ -20,6 +18,11 @@ type TopicStats struct {
 	NextRunAt time.Time
 	// OldestReady is how long the oldest ready job has waited; zero when none waits.
 	OldestReady time.Duration
+	// Paused tells whether the topic is paused (PauseTopic); should a pause or resume have
+	// reached only some partitions (a call that failed part-way), whether any of them is.
+	Paused bool
+	// Partitions is how many partitions the topic is split over.
+	Partitions int
 }
 
 // Stats counts the jobs of one topic, reading all its partitions in one round trip.
@@ -33,21 +36,18 @@ func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
 }
 
 func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, error) {
-	parts := make([]keys.Partition, n)
-	for p := range parts {
-		parts[p] = c.store.Partition(topic, p)
-	}
-	counts, err := c.store.Stats(ctx, parts)
+	counts, err := c.store.Stats(ctx, c.partitionKeys(topic, n))
 	if err != nil {
 		return nil, err
 	}
-	s := &TopicStats{Name: topic}
+	s := &TopicStats{Name: topic, Partitions: n}
 	earliest, oldest, now := int64(-1), int64(-1), int64(0)
 	for _, k := range counts {
 		s.Delayed += k.Delayed
 		s.Ready += k.Ready
 		s.Reserved += k.Reserved
 		s.Dead += k.Dead
+		s.Paused = s.Paused || k.Paused
 		earliest = minKnown(earliest, k.EarliestMs)
 		oldest = minKnown(oldest, k.OldestReadyMs)
 		now = max(now, k.NowMs)

@@ -46,7 +46,9 @@ func (p Partition) Reserved() string { return p.prefix + "reserved" }
 func (p Partition) Dead() string { return p.prefix + "dead" }
 
 // Notify is a shard pub/sub channel (SPUBLISH) in the partition's slot. A script publishes the new
-// earliest due time (Unix ms) there when a job becomes due sooner than any the partition had.
+// earliest due time (Unix ms) there when a job becomes due sooner than any the partition had,
+// and "controls" when the topic's controls change (a resume, new limits, a delete), which
+// makes every consumer waiting on the partition look at it again.
 func (p Partition) Notify() string { return p.prefix + "notify" }
 
 // Leases is a HASH from each leased job id to its lease token; the deadline is the job's score

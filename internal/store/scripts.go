@@ -11,17 +11,31 @@ import (
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-// loadScript returns the script scripts/<name>.lua with the part of lib.lua it uses.
-func loadScript(name string) *redis.Script {
-	lib, err := scriptFiles.ReadFile("scripts/lib.lua")
-	if err != nil {
-		panic(err)
+// libraries are the files of the shared prelude, in order: lib.lua (keys, records, leases) and
+// lib_controls.lua (a topic's pause and limits).
+var libraries = []string{"scripts/lib.lua", "scripts/lib_controls.lua"}
+
+// libText returns the shared prelude's files as one text.
+func libText() string {
+	var lib strings.Builder
+	for _, name := range libraries {
+		text, err := scriptFiles.ReadFile(name)
+		if err != nil {
+			panic(err)
+		}
+		lib.Write(text)
+		lib.WriteString("\n")
 	}
+	return lib.String()
+}
+
+// loadScript returns the script scripts/<name>.lua with the part of the shared prelude it uses.
+func loadScript(name string) *redis.Script {
 	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(prelude(string(lib), string(body)) + "\n" + string(body))
+	return redis.NewScript(prelude(libText(), string(body)) + "\n" + string(body))
 }
 
 var (

@@ -1,7 +1,7 @@
 -- stats.lua: count a partition's jobs by state.
 -- KEYS: see lib.lua.
 -- Returns {now, delayed, ready, reserved, dead, earliest pending due time or -1,
---          earliest due time among ready jobs or -1}.
+--          earliest due time among ready jobs or -1, 1 when paused else 0}.
 local due_waiting = redis.call('ZCOUNT', DELAYED, '-inf', NOW)
 local delayed = redis.call('ZCARD', DELAYED) - due_waiting
 local ready = due_waiting + redis.call('ZCARD', READY) + redis.call('ZCARD', READY_PUSH)
@@ -30,4 +30,6 @@ local head = head_score()
 if due_waiting > 0 and (oldest == -1 or head < oldest) then oldest = head end
 local earliest = oldest
 if head and (earliest == -1 or head < earliest) then earliest = head end
-return {NOW, delayed, ready, redis.call('ZCARD', RESERVED), redis.call('ZCARD', DEAD), earliest, oldest}
+local paused = 0
+if controls() then paused = 1 end
+return {NOW, delayed, ready, redis.call('ZCARD', RESERVED), redis.call('ZCARD', DEAD), earliest, oldest, paused}
