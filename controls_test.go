@@ -1,6 +1,11 @@
 package delayq
 
 import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +37,9 @@ func checkControls(t *testing.T, rdb redis.UniversalClient) {
 			checkPauseAndResume(t, c, producer, "pause-"+string(lane), lane)
 		})
 	}
+	t.Run("rate limit", func(t *testing.T) { checkRateLimit(t, c, producer) })
+	t.Run("concurrency limit", func(t *testing.T) { checkConcurrencyLimit(t, c, producer) })
+	t.Run("limits are checked against the partitions", func(t *testing.T) { checkLimitsValidated(t, producer) })
 }
 
 // checkPauseAndResume pauses a topic holding a due job of lane, checks that no consumer of the
@@ -98,5 +106,177 @@ func checkPauseAndResume(t *testing.T, c, producer *Client, topic string, lane s
 	}
 	if s, err := producer.Stats(ctx, topic); err != nil || s.Paused {
 		t.Fatalf("stats after the resume: %+v, %v", s, err)
+	}
+}
+
+// checkRateLimit has 16 consumers take a backlog under a limit of 100 deliveries per second
+// for two seconds, and checks the deliveries' start times (the server's clock): no span of a
+// second holds more than 100 (a sliding window), and two seconds hold close to 200.
+func checkRateLimit(t *testing.T, c, producer *Client) {
+	const topic, rate, period = "rate", 100, time.Second
+	ctx := testContext(t)
+	specs := make([]Spec, 600)
+	if _, err := producer.EnqueueBatch(ctx, topic, specs); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.SetTopicLimits(ctx, topic, TopicLimits{Rate: rate, Period: period}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := producer.Stats(ctx, topic); err != nil || s.Limits != (TopicLimits{Rate: rate, Period: period}) {
+		t.Fatalf("stats: %+v, %v", s, err)
+	}
+	starts := consumeUntil(t, c, topic, 16, 2*rate+1)
+	window := rateWindowMs(starts, rate)
+	t.Logf("%d deliveries; the shortest span holding %d+1 starts: %d ms; the first %d took %d ms",
+		len(starts), rate, window, 2*rate+1, starts[2*rate]-starts[0])
+	if window < period.Milliseconds() {
+		t.Errorf("%d deliveries started within %d ms, a span shorter than the %v period", rate+1, window, period)
+	}
+	if d := starts[2*rate] - starts[0]; d > 2*period.Milliseconds()+500 {
+		t.Errorf("%d deliveries took %d ms: the rate is well below the limit of %d per %v", 2*rate+1, d, rate, period)
+	}
+}
+
+// consumeUntil runs consumers that reserve jobs of topic one at a time and ack them, until
+// want deliveries have started, and returns their start times (Unix ms, server clock), sorted.
+func consumeUntil(t *testing.T, c *Client, topic string, consumers, want int) []int64 {
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	var mu sync.Mutex
+	var starts []int64
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range consumers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				jobs, _ := c.Reserve(ctx, topic, ReserveOptions{Wait: 5 * time.Second})
+				for _, j := range jobs {
+					_ = c.Ack(ctx, j.Lease())
+					mu.Lock()
+					starts = append(starts, j.LeasedAt.UnixMilli())
+					if len(starts) == want {
+						close(done)
+					}
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Errorf("only %d of %d deliveries within 30 s", len(starts), want)
+	}
+	cancel()
+	wg.Wait()
+	slices.Sort(starts)
+	return starts
+}
+
+// rateWindowMs returns the shortest span, in ms, from the first to the last of rate+1
+// deliveries in a row (starts sorted): under a sliding-window limit of rate per period it is
+// at least the period. It returns the longest possible value when there are no rate+1.
+func rateWindowMs(starts []int64, rate int) int64 {
+	shortest := int64(1 << 62)
+	for i := 0; i+rate < len(starts); i++ {
+		shortest = min(shortest, starts[i+rate]-starts[i])
+	}
+	return shortest
+}
+
+// checkConcurrencyLimit has more consumers than the limit hold the jobs they get, and checks
+// that no more than the limit are reserved at once, and that an ack lets a waiting consumer
+// take the next job at once (the recheck is a minute away, the leases 30 s).
+func checkConcurrencyLimit(t *testing.T, c, producer *Client) {
+	const topic = "concurrency"
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	specs := make([]Spec, 300)
+	if _, err := producer.EnqueueBatch(ctx, topic, specs); err != nil {
+		t.Fatal(err)
+	}
+	n, err := producer.partitions(ctx, topic, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := 2 * n
+	if err := producer.SetTopicLimits(ctx, topic, TopicLimits{Concurrency: limit}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *Job, 3*limit)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range 3 * limit {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				jobs, _ := c.Reserve(ctx, topic, ReserveOptions{Wait: 20 * time.Second})
+				for _, j := range jobs {
+					got <- j
+				}
+			}
+		})
+	}
+	var held []*Job
+	take := func(within time.Duration) {
+		select {
+		case j := <-got:
+			held = append(held, j)
+		case <-time.After(within):
+			t.Fatalf("%d jobs held, under a limit of %d: no consumer got the next one within %v", len(held), limit, within)
+		}
+	}
+	for len(held) < limit {
+		take(10 * time.Second)
+	}
+	// The others sleep until the first lease deadline, or a notice.
+	waitSettled(t, c, topic, store.LanePull)
+	if err := producer.Ack(ctx, held[0].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	take(5 * time.Second)
+	t.Logf("ack to the next delivery: %v", time.Since(start))
+	if s, err := producer.Stats(ctx, topic); err != nil || s.Reserved != int64(limit) {
+		t.Fatalf("stats: %+v, %v; want %d reserved", s, err, limit)
+	}
+	select {
+	case j := <-got:
+		t.Fatalf("job %s handed out over the limit of %d", j.ID, limit)
+	default:
+	}
+}
+
+// checkLimitsValidated checks that limits a topic's partitions cannot share are refused with
+// a reason, and that the zero limits lift them.
+func checkLimitsValidated(t *testing.T, producer *Client) {
+	const topic = "checked"
+	ctx := testContext(t)
+	mustEnqueue(t, producer, topic, Spec{})
+	n, err := producer.partitions(ctx, topic, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []TopicLimits{{Rate: 10}, {Period: time.Second}, {Rate: 1, Period: 1500 * time.Microsecond}, {Concurrency: -1}}
+	if n > 1 {
+		bad = append(bad, TopicLimits{Rate: n - 1, Period: time.Second}, TopicLimits{Concurrency: n - 1})
+	}
+	for _, l := range bad {
+		err := producer.SetTopicLimits(ctx, topic, l)
+		var inv *InvalidError
+		if !errors.As(err, &inv) {
+			t.Errorf("limits %+v: %v, want an InvalidError", l, err)
+		} else if n > 1 && l.Rate == n-1 && !strings.Contains(inv.Reason, "partitions") {
+			t.Errorf("limits %+v: %q does not say why", l, inv.Reason)
+		}
+	}
+	if err := producer.SetTopicLimits(ctx, topic, TopicLimits{Rate: n, Period: time.Second, Concurrency: n}); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.SetTopicLimits(ctx, topic, TopicLimits{}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := producer.Stats(ctx, topic); err != nil || s.Limits != (TopicLimits{}) {
+		t.Fatalf("stats after lifting the limits: %+v, %v", s, err)
 	}
 }

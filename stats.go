@@ -23,6 +23,8 @@ type TopicStats struct {
 	Paused bool
 	// Partitions is how many partitions the topic is split over.
 	Partitions int
+	// Limits are the topic's rate and concurrency limits (SetTopicLimits).
+	Limits TopicLimits
 }
 
 // Stats counts the jobs of one topic, reading all its partitions in one round trip.
@@ -41,6 +43,10 @@ func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, e
 		return nil, err
 	}
 	s := &TopicStats{Name: topic, Partitions: n}
+	// Every partition keeps the topic's limits; a call that failed part-way may have left
+	// some with the old ones, and the first one's stand for the topic.
+	l := counts[0].Limits
+	s.Limits = TopicLimits{Rate: l.Rate, Period: time.Duration(l.PeriodMs) * time.Millisecond, Concurrency: l.Concurrency}
 	earliest, oldest, now := int64(-1), int64(-1), int64(0)
 	for _, k := range counts {
 		s.Delayed += k.Delayed

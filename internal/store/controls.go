@@ -40,3 +40,37 @@ func (s *Store) setControls(ctx context.Context, parts []keys.Partition, args fu
 	})
 	return errors.Join(errs...)
 }
+
+// Limits are a topic's rate and concurrency limits, 0 for none.
+type Limits struct {
+	Rate        int   // deliveries that may start within any PeriodMs
+	PeriodMs    int64 // the rate limit's window
+	Concurrency int   // jobs that may be reserved at once
+}
+
+// SetLimits sets the limits of a topic whose partitions are parts: each partition gets a share
+// of each limit, the shares summing to the limit (Share), and keeps the whole for display.
+// Waiting consumers are woken, to look again under the new limits. It returns the first
+// failure, as SetPaused.
+func (s *Store) SetLimits(ctx context.Context, parts []keys.Partition, l Limits) error {
+	return s.setControls(ctx, parts, func(p int) []any {
+		args := []any{"limits", "", "", "", "", ""}
+		if l.Rate > 0 {
+			args[1], args[2], args[3] = l.Rate, Share(l.Rate, len(parts), p), l.PeriodMs
+		}
+		if l.Concurrency > 0 {
+			args[4], args[5] = l.Concurrency, Share(l.Concurrency, len(parts), p)
+		}
+		return args
+	})
+}
+
+// Share is partition p's share of a limit split over n partitions: the limit divided by n,
+// and one more for the first limit mod n partitions, so that the shares sum to the limit.
+func Share(limit, n, p int) int {
+	s := limit / n
+	if p < limit%n {
+		s++
+	}
+	return s
+}

@@ -17,10 +17,13 @@ local rec = {cmsgpack.unpack(r)}
 local n = 0
 local lanes = {}
 for _, id in ipairs(rec[4]) do
-  if redis.call('HGET', LEASES, id) == lease_token(ARGV[3], id) then
+  local token = lease_token(ARGV[3], id)
+  if redis.call('HGET', LEASES, id) == token then
     local job = redis.call('HGET', JOBS, id)
     if job then
       unlease(id, job)
+      -- Nobody received it: its start does not count against the rate limit.
+      redis.call('ZREM', STARTS, token)
       local _, _, callback = cmsgpack.unpack_limit(job, 2)
       if callback then lanes.push = true else lanes.pull = true end
       n = n + 1

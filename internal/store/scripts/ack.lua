@@ -6,12 +6,15 @@
 -- Returns ack_leases()'s value per pair: 1 when acked now or by an earlier ack of the same
 -- lease, 0 when the lease is not the job's current one.
 local out = ack_leases(3)
+local freed = 0
 for k, v in ipairs(out) do
   local key = KEYS[10 + k]
   if v == 1 then
+    freed = freed + 1
     if WINDOW > 0 then redis.call('SET', key, '1', 'PX', WINDOW) end
   elseif redis.call('GET', key) == '1' then
     out[k] = 1
   end
 end
+announce_free(freed)
 return out

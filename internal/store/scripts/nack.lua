@@ -15,5 +15,6 @@ if not j then return 0 end
 local delay = nil
 if ARGV[6] ~= '' then delay = tonumber(ARGV[6]) end
 local outcome = fail(id, j, NOW, ARGV[5], delay, ARGV[7] == '1')
+announce_free(1)
 record(outcome)
 return outcome

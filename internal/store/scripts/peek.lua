@@ -12,10 +12,10 @@ expire_leases(limit)
 promote(limit)
 local set = READY
 if ARGV[3] == 'push' then set = READY_PUSH end
-local paused = controls()
-local max = allowed(tonumber(ARGV[4]), paused)
+local paused, rate, period, concurrency = controls()
+local max = allowed(tonumber(ARGV[4]), paused, rate, period, concurrency)
 local heads = {}
 if max > 0 then heads = redis.call('ZRANGE', set, 0, max - 1, 'WITHSCORES') end
-local out = {NOW, next_due(set, paused)}
+local out = {NOW, next_due(set, paused, rate, period, concurrency)}
 for i = 2, #heads, 2 do out[#out + 1] = heads[i] end
 return out

@@ -18,5 +18,6 @@ local prev = head_score()
 schedule(id, j, NOW)
 save(id, j)
 notify_if_sooner(prev, NOW, lane_of(j))
+announce_free(1)
 record(1)
 return 1
