@@ -13,6 +13,7 @@ import (
 
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // The topic controls, on a standalone server (one partition a topic) and on a Cluster (16
@@ -40,6 +41,8 @@ func checkControls(t *testing.T, rdb redis.UniversalClient) {
 	t.Run("rate limit", func(t *testing.T) { checkRateLimit(t, c, producer) })
 	t.Run("concurrency limit", func(t *testing.T) { checkConcurrencyLimit(t, c, producer) })
 	t.Run("limits are checked against the partitions", func(t *testing.T) { checkLimitsValidated(t, producer) })
+	t.Run("delete refuses a topic with jobs, and removes an empty one", func(t *testing.T) { checkDelete(t, producer) })
+	t.Run("purge deletes every job; waiting consumers wait on", func(t *testing.T) { checkPurge(t, c, producer) })
 }
 
 // checkPauseAndResume pauses a topic holding a due job of lane, checks that no consumer of the
@@ -278,5 +281,127 @@ func checkLimitsValidated(t *testing.T, producer *Client) {
 	}
 	if s, err := producer.Stats(ctx, topic); err != nil || s.Limits != (TopicLimits{}) {
 		t.Fatalf("stats after lifting the limits: %+v, %v", s, err)
+	}
+}
+
+// checkDelete checks that a topic holding a job is not deleted, and that once empty it is.
+func checkDelete(t *testing.T, producer *Client) {
+	const topic = "delete"
+	ctx := testContext(t)
+	mustEnqueue(t, producer, topic, Spec{ID: "a", Delay: time.Hour})
+	if err := producer.PauseTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	_, err := producer.DeleteTopic(ctx, topic, DeleteTopicOptions{})
+	var ne *NotEmptyError
+	if !errors.As(err, &ne) || !errors.Is(err, ErrNotEmpty) || ne.Delayed != 1 || !strings.Contains(err.Error(), "1 delayed") {
+		t.Fatalf("deleting a topic with a job: %v, want a NotEmptyError naming 1 delayed job", err)
+	}
+	if s, err := producer.Stats(ctx, topic); err != nil || !s.Paused || s.Delayed != 1 {
+		t.Fatalf("stats after a refused delete: %+v, %v; want it as it was", s, err)
+	}
+	if err := producer.Cancel(ctx, topic, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := producer.DeleteTopic(ctx, topic, DeleteTopicOptions{}); err != nil || n != 0 {
+		t.Fatalf("deleting the empty topic: %d, %v", n, err)
+	}
+	checkTopicGone(t, producer, topic)
+}
+
+// checkPurge fills a topic with jobs in every state, with controls, purges it while a
+// consumer waits on it, and checks that nothing of it is left, that the holder of a lease
+// cannot settle it, and that the waiting consumer gets the first job of the topic made again.
+func checkPurge(t *testing.T, c, producer *Client) {
+	const topic = "purge"
+	ctx := testContext(t)
+	specs := make([]Spec, 50)
+	for i := range specs {
+		specs[i].Delay = time.Duration(i%2) * time.Hour
+		specs[i].MaxRetries, specs[i].NoRetries = 0, true
+	}
+	if _, err := producer.EnqueueBatch(ctx, topic, specs); err != nil {
+		t.Fatal(err)
+	}
+	held, err := producer.Reserve(ctx, topic, ReserveOptions{Max: 10})
+	if err != nil || len(held) != 10 {
+		t.Fatalf("reserve: %d jobs, %v", len(held), err)
+	}
+	if _, err := producer.Nack(ctx, held[0].Lease(), NackOptions{Dead: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.SetTopicLimits(ctx, topic, TopicLimits{Rate: 1000, Period: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := producer.PauseTopic(ctx, topic); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []*Job, 1)
+	go func() {
+		jobs, _ := c.Reserve(ctx, topic, ReserveOptions{Wait: 30 * time.Second})
+		got <- jobs
+	}()
+	waitSettled(t, c, topic, store.LanePull)
+
+	if n, err := producer.DeleteTopic(ctx, topic, DeleteTopicOptions{Purge: true}); err != nil || n != 50 {
+		t.Fatalf("purge: %d jobs, %v; want 50", n, err)
+	}
+	checkTopicGone(t, producer, topic)
+	if err := c.Ack(ctx, held[1].Lease()); !errors.Is(err, ErrLeaseLost) {
+		t.Errorf("ack of a purged job by a Client that knew the topic: %v, want ErrLeaseLost", err)
+	}
+	mustEnqueue(t, producer, topic, Spec{ID: "again"})
+	select {
+	case jobs := <-got:
+		if len(jobs) != 1 || jobs[0].ID != "again" {
+			t.Fatalf("the consumer waiting through the purge got %v", jobs)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the consumer waiting through the purge did not get the job of the topic made again")
+	}
+	if s, err := producer.Stats(ctx, topic); err != nil || s.Paused || s.Limits != (TopicLimits{}) {
+		t.Fatalf("the topic made again: %+v, %v; want no controls", s, err)
+	}
+}
+
+// checkTopicGone checks that topic is not listed, has no stats and left no key behind.
+func checkTopicGone(t *testing.T, c *Client, topic string) {
+	t.Helper()
+	ctx := testContext(t)
+	if names, err := c.TopicNames(ctx); err != nil || slices.Contains(names, topic) {
+		t.Fatalf("topics after deleting %q: %v, %v", topic, names, err)
+	}
+	if _, err := c.Stats(ctx, topic); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("stats of the deleted topic: %v, want ErrNotFound", err)
+	}
+	n := c.cfg.Partitions
+	for p := range n {
+		part := c.store.Partition(topic, p)
+		if left, err := c.store.Client().Exists(ctx, part.All()...).Result(); err != nil || left != 0 {
+			t.Fatalf("%d keys of partition %d left after deleting %q (%v)", left, p, topic, err)
+		}
+	}
+}
+
+// A producer that knew a topic before another process deleted it goes on enqueueing to it, and
+// registers it again within its recheck interval: its jobs are listed, none lost from view.
+func TestAProducerRegistersADeletedTopicAgain(t *testing.T) {
+	t.Parallel()
+	deleter, rdb := newTestClient(t, Config{})
+	producer := newClientOn(t, rdb, Config{RecheckInterval: 50 * time.Millisecond})
+	ctx := testContext(t)
+	mustEnqueue(t, producer, "t", Spec{})
+	if n, err := deleter.DeleteTopic(ctx, "t", DeleteTopicOptions{Purge: true}); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	sent := 0
+	testwait.For(t, 10*time.Second, "the producer to register the topic again", func() bool {
+		mustEnqueue(t, producer, "t", Spec{})
+		sent++
+		names, err := deleter.TopicNames(ctx)
+		return err == nil && slices.Contains(names, "t")
+	})
+	if s, err := deleter.Stats(ctx, "t"); err != nil || s.Ready != int64(sent) {
+		t.Fatalf("stats of the topic registered again: %+v, %v; want the %d jobs enqueued since the delete", s, err, sent)
 	}
 }

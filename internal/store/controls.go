@@ -74,3 +74,26 @@ func Share(limit, n, p int) int {
 	}
 	return s
 }
+
+// DropPartitions deletes the partitions of a topic being deleted, one script call each in one
+// round trip: with purge, their jobs (in any state) and controls; without, the controls of
+// those that hold no job, leaving any other as it is. It returns how many jobs each partition
+// held, and the first failure (then the other partitions' outcomes stand, and the same call
+// again is safe).
+func (s *Store) DropPartitions(ctx context.Context, parts []keys.Partition, purge bool) ([]int64, error) {
+	mode := "empty"
+	if purge {
+		mode = "purge"
+	}
+	call := NewCallID()
+	cmds, errs := s.pipelined(ctx, purgeScript, len(parts), func(i int) script {
+		return write(parts[i], call, mode)
+	})
+	held := make([]int64, len(parts))
+	for i, cmd := range cmds {
+		if errs[i] == nil {
+			held[i], errs[i] = cmd.Int64()
+		}
+	}
+	return held, errors.Join(errs...)
+}

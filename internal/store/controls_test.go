@@ -119,3 +119,28 @@ func TestReserveUnderAConcurrencyLimit(t *testing.T) {
 		t.Fatalf("a reserve after an ack: %d jobs, %v; want 1", len(second.Jobs), err)
 	}
 }
+
+// A purge whose answer was lost, sent again after new jobs came, answers as it did and deletes
+// none of them; an 'empty' drop leaves a partition with jobs as it is.
+func TestPurgeReplayDeletesNothingNew(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	enqueueOne(t, s, p, "old", 0)
+	if held, err := s.DropPartitions(ctx, []keys.Partition{p}, false); err != nil || held[0] != 1 {
+		t.Fatalf("an empty-only drop of a partition with a job: %v, %v", held, err)
+	}
+	if c := counts(t, s, p); c.Ready != 1 {
+		t.Fatalf("after an empty-only drop: %+v", c)
+	}
+	purge := write(p, NewCallID(), "purge")
+	if n, err := s.run(ctx, purgeScript, purge).Int64(); err != nil || n != 1 {
+		t.Fatalf("purge: %d, %v", n, err)
+	}
+	enqueueOne(t, s, p, "new", 0)
+	if n, err := s.run(ctx, purgeScript, purge).Int64(); err != nil || n != 1 {
+		t.Fatalf("replayed purge: %d, %v; want 1", n, err)
+	}
+	if c := counts(t, s, p); c.Ready != 1 {
+		t.Fatalf("a replayed purge deleted the job enqueued since: %+v", c)
+	}
+}

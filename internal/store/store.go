@@ -41,6 +41,7 @@ var (
 	deadRequeueScript = loadScript("dead_requeue")
 	deadDeleteScript  = loadScript("dead_delete")
 	controlsScript    = loadScript("set_controls")
+	purgeScript       = loadScript("purge")
 )
 
 // Store runs delayq's scripts against one Redis deployment.

@@ -110,3 +110,12 @@ func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([
 	}
 	return out, nil
 }
+
+// UnregisterTopic removes topic from the registry: it is no longer listed, and its next
+// enqueue registers it anew.
+func (s *Store) UnregisterTopic(ctx context.Context, topic string) error {
+	if err := s.rdb.HDel(ctx, keys.Topics(s.ns), topic).Err(); err != nil {
+		return fmt.Errorf("delayq: unregister topic: %w", err)
+	}
+	return nil
+}
