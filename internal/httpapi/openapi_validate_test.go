@@ -59,6 +59,10 @@ var beyondSchema = map[string]string{
 	"get job of unknown topic":           "the state of the store",
 	"cancel unknown job":                 "the state of the store",
 	"unknown topic":                      "the state of the store",
+	"resume unknown topic":               "the state of the store",
+	"lift limits of unknown topic":       "the state of the store",
+	"delete topic with jobs":             "the state of the store",
+	"delete unknown topic":               "the state of the store",
 }
 
 // TestOpenAPIRefusesBadRequests checks that the document is as tight as the server: every
