@@ -128,7 +128,7 @@ func checkRateLimit(t *testing.T, c, producer *Client) {
 	if s, err := producer.Stats(ctx, topic); err != nil || s.Limits != (TopicLimits{Rate: rate, Period: period}) {
 		t.Fatalf("stats: %+v, %v", s, err)
 	}
-	starts := consumeUntil(t, c, topic, 16, 2*rate+1)
+	starts := consumeUntil(t, c, topic, 16, 2*rate+1, 30*time.Second)
 	window := rateWindowMs(starts, rate)
 	t.Logf("%d deliveries; the shortest span holding %d+1 starts: %d ms; the first %d took %d ms",
 		len(starts), rate, window, 2*rate+1, starts[2*rate]-starts[0])
@@ -141,8 +141,9 @@ func checkRateLimit(t *testing.T, c, producer *Client) {
 }
 
 // consumeUntil runs consumers that reserve jobs of topic one at a time and ack them, until
-// want deliveries have started, and returns their start times (Unix ms, server clock), sorted.
-func consumeUntil(t *testing.T, c *Client, topic string, consumers, want int) []int64 {
+// want deliveries have started or within has passed, and returns their start times (Unix ms,
+// server clock), sorted.
+func consumeUntil(t testing.TB, c *Client, topic string, consumers, want int, within time.Duration) []int64 {
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
 	var mu sync.Mutex
@@ -167,8 +168,10 @@ func consumeUntil(t *testing.T, c *Client, topic string, consumers, want int) []
 	}
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Errorf("only %d of %d deliveries within 30 s", len(starts), want)
+	case <-time.After(within):
+		mu.Lock()
+		t.Errorf("only %d of %d deliveries within %v", len(starts), want, within)
+		mu.Unlock()
 	}
 	cancel()
 	wg.Wait()
