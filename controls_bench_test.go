@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // BenchmarkTopicRateLimit has 16 consumers take a backlog under a limit of 100 deliveries a
@@ -167,19 +169,14 @@ func longestCommands(b *testing.B, rdb redis.UniversalClient) (script, any time.
 // returns how long that took.
 func waitLazyFree(b *testing.B, rdb redis.UniversalClient) time.Duration {
 	start := time.Now()
-	for {
+	testwait.ForNil(b, time.Minute, "the background thread to free the purged values", func() error {
 		info, err := rdb.Info(context.Background(), "memory").Result()
-		if err != nil {
-			b.Fatal(err)
+		if err == nil && pendingFrees(info) > 0 {
+			err = errors.New("values still to free")
 		}
-		if pendingFrees(info) == 0 {
-			return time.Since(start)
-		}
-		if time.Since(start) > time.Minute {
-			b.Fatal("the background thread frees nothing")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return err
+	})
+	return time.Since(start)
 }
 
 func pendingFrees(info string) int64 {
