@@ -166,7 +166,9 @@ type Client struct {
 	mu     sync.Mutex
 	topics map[string]*wake.Topic
 	users  map[*wake.Topic]int // consumers of each state (useTopic)
-	closed bool
+	// registered is when each topic this process enqueued to was last seen registered.
+	registered map[string]time.Time
+	closed     bool
 	// hub wakes waiting consumers on notices; it has its own locks.
 	hub *wake.Hub
 }
@@ -198,6 +200,8 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		topics: make(map[string]*wake.Topic),
 		users:  make(map[*wake.Topic]int),
 		hub:    wake.NewHub(rdb, cfg.Logger, keys.NewTopics(cfg.Namespace)),
+
+		registered: make(map[string]time.Time),
 	}
 	// Enqueues: one flush in flight while the next one fills. Fewer, fuller round trips beat
 	// overlapping ones where client and Redis share a few cores (BenchmarkEnqueue: about 14 %
@@ -265,18 +269,16 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 	if err := ValidateTopic(topic); err != nil {
 		return 0, err
 	}
-	if n := c.knownPartitions(topic); n > 0 {
-		return n, nil
+	known, fresh := c.knownPartitions(topic)
+	if known > 0 && (fresh || !create) {
+		return known, nil
 	}
-	var n int
-	var err error
 	if create {
-		n, err = c.store.RegisterTopic(ctx, topic, c.cfg.Partitions)
-	} else {
-		n, err = c.store.TopicPartitions(ctx, topic)
-		if errors.Is(err, store.ErrNotFound) {
-			return 0, &NotFoundError{Topic: topic}
-		}
+		return c.register(ctx, topic, known)
+	}
+	n, err := c.store.TopicPartitions(ctx, topic)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, &NotFoundError{Topic: topic}
 	}
 	if err != nil {
 		return 0, err
@@ -286,15 +288,52 @@ func (c *Client) partitions(ctx context.Context, topic string, create bool) (int
 	return n, nil
 }
 
-// knownPartitions returns the partition count of a topic this process has seen, or 0.
-func (c *Client) knownPartitions(topic string) int {
+// register registers topic unless it is registered already, with the partition count this
+// process knows for it (0: none yet, and the Config's then), and returns the count the topic
+// has. A producer registers its topics again once per recheck interval: should the topic have
+// been deleted meanwhile, the jobs it enqueues are listed again.
+func (c *Client) register(ctx context.Context, topic string, known int) (int, error) {
+	want := known
+	if want == 0 {
+		want = c.cfg.Partitions
+	}
+	n, err := c.store.RegisterTopic(ctx, topic, want)
+	if err != nil {
+		return 0, err
+	}
+	if known > 0 && n != known {
+		// Deleted and made again elsewhere with another count: this process's consumers of the
+		// topic keep the count they knew until it restarts.
+		c.log.Warn("delayq: topic made again with another partition count", "topic", topic, "partitions", n, "was", known)
+		c.forgetTopic(topic)
+	}
+	c.topic(topic, topic).SetPartitionCount(n)
+	c.mu.Lock()
+	c.registered[topic] = time.Now()
+	c.mu.Unlock()
+	return n, nil
+}
+
+// knownPartitions returns the partition count of a topic this process has seen, or 0, and
+// whether the topic was seen registered within the recheck interval.
+func (c *Client) knownPartitions(topic string) (n int, fresh bool) {
 	c.mu.Lock()
 	t := c.topics[topic]
+	at, ok := c.registered[topic]
 	c.mu.Unlock()
 	if t == nil {
-		return 0
+		return 0, false
 	}
-	return t.PartitionCount()
+	return t.PartitionCount(), ok && time.Since(at) < c.recheckInterval()
+}
+
+// forgetTopic forgets what this process knew of a deleted topic as a producer: its next
+// enqueue registers it anew.
+func (c *Client) forgetTopic(topic string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.topics, topic)
+	delete(c.registered, topic)
 }
 
 // partitionOf returns the keys of the partition that holds job id.

@@ -226,7 +226,7 @@ func (c *Client) waitDue(ctx context.Context, t *wake.Topic, deadline time.Time)
 		if heads[i].Ready {
 			next = nowMs
 		}
-		t.Learn(p, seen[i], at, nowMs, next)
+		t.Learn(p, seen[i], at, nowMs, next, heads[i].Paused)
 	}
 }
 
@@ -309,7 +309,7 @@ func (c *Client) reserveDue(ctx context.Context, t *wake.Topic, lane store.Lane,
 			failed = err
 			break
 		}
-		t.Learn(p, seen[i], time.Now(), res.NowMs, res.NextMs)
+		t.Learn(p, seen[i], time.Now(), res.NowMs, res.NextMs, res.Paused)
 		if len(res.Jobs) > 0 {
 			r.calls = append(r.calls, partitionCall{part, rc})
 		}
@@ -380,7 +380,7 @@ func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.L
 	}
 	for i, pk := range peeked {
 		if pk.Err == nil && count[i] == 0 {
-			t.Learn(parts[i], seen[i], at, pk.NowMs, pk.NextMs)
+			t.Learn(parts[i], seen[i], at, pk.NowMs, pk.NextMs, pk.Paused)
 		}
 	}
 	if take == nil {

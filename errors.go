@@ -24,6 +24,8 @@ var (
 	ErrTooLarge = errors.New("delayq: too large")
 	// ErrClosed: the Client or Worker has been closed.
 	ErrClosed = errors.New("delayq: closed")
+	// ErrNotEmpty: a topic to delete without purging holds jobs.
+	ErrNotEmpty = errors.New("delayq: topic is not empty")
 )
 
 // NotFoundError says which topic, which job of a topic, or which schedule does not exist. It
@@ -58,6 +60,24 @@ func jobNotFound(err error, topic, id string) error {
 	}
 	return err
 }
+
+// NotEmptyError says what a topic that DeleteTopic would not delete holds. It matches
+// ErrNotEmpty.
+type NotEmptyError struct {
+	Topic                          string
+	Delayed, Ready, Reserved, Dead int64
+}
+
+func (e *NotEmptyError) Error() string { return "delayq: " + e.Message() }
+
+// Message is the error without the package's prefix, for an API's error body.
+func (e *NotEmptyError) Message() string {
+	return fmt.Sprintf("topic %q holds %d jobs (%d delayed, %d ready, %d reserved, %d dead): delete them first, or purge the topic",
+		e.Topic, e.Delayed+e.Ready+e.Reserved+e.Dead, e.Delayed, e.Ready, e.Reserved, e.Dead)
+}
+
+// Is makes errors.Is(err, ErrNotEmpty) true.
+func (e *NotEmptyError) Is(target error) bool { return target == ErrNotEmpty }
 
 // InvalidError says which field of a request is wrong and why. It matches ErrInvalid, and
 // ErrTooLarge when the field is a body over its limit.

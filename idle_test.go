@@ -38,36 +38,65 @@ func TestIdleConsumersShareTheirRechecks(t *testing.T) {
 	const interval = 100 * time.Millisecond
 	perSecond := func(waiters int) float64 {
 		c, rdb := newTestClient(t, Config{Partitions: 4, RecheckInterval: interval})
-		ctx, cancel := context.WithCancel(testContext(t))
 		mustEnqueue(t, c, "idle", Spec{ID: "later", Delay: time.Hour})
-		var wg sync.WaitGroup
-		wait := func() {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					_, _ = c.Reserve(ctx, "idle", ReserveOptions{Wait: 700 * time.Millisecond})
-				}
-			})
-		}
-		// One consumer looks at the topic for all of them, which then have nothing to look at.
-		wait()
-		waitSettled(t, c, "idle", store.LanePull)
-		for range waiters - 1 {
-			wait()
-		}
-		before, start := commandsProcessed(t, rdb), time.Now()
-		time.Sleep(time.Second) // the span over which the idle cost is measured
-		n := float64(commandsProcessed(t, rdb)-before-1) / time.Since(start).Seconds()
-		cancel()
-		wg.Wait()
+		n, _ := idleCost(t, c, rdb, "idle", waiters)
 		return n
 	}
 	one, many := perSecond(1), perSecond(60)
 	t.Logf("idle cost: %.0f commands/s with 1 waiter, %.0f with 60", one, many)
-	// 4 partitions × 3 commands per recheck (ready head, delayed head, first lease) × 10
-	// rechecks a second = 120.
-	if one > 150 || many > 150 {
-		t.Fatalf("idle cost: %.0f commands/s with 1 waiter, %.0f with 60; want at most 150 (4 partitions, 3 commands a recheck, 10 rechecks a second)", one, many)
+	// 4 partitions × 4 commands per recheck (ready head, delayed head, first lease, paused) ×
+	// 10 rechecks a second = 160.
+	if one > 200 || many > 200 {
+		t.Fatalf("idle cost: %.0f commands/s with 1 waiter, %.0f with 60; want at most 200 (4 partitions, 4 commands a recheck, 10 rechecks a second)", one, many)
 	}
+}
+
+// The consumers of a paused topic do not spin on its due jobs: they make their rechecks, which
+// see the pause, and no reserve until it is resumed.
+func TestPausedTopicCostsItsConsumersOnlyRechecks(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{Partitions: 4, RecheckInterval: 100 * time.Millisecond})
+	ctx := testContext(t)
+	specs := make([]Spec, 20)
+	if _, err := c.EnqueueBatch(ctx, "held", specs); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PauseTopic(ctx, "held"); err != nil {
+		t.Fatal(err)
+	}
+	n, scripts := idleCost(t, c, rdb, "held", 4)
+	t.Logf("paused topic with 20 due jobs: %.0f commands/s, %d script calls", n, scripts)
+	if n > 200 || scripts > 0 {
+		t.Fatalf("paused topic with due jobs: %.0f commands/s and %d script calls over a second; want at most 200 (the rechecks) and none", n, scripts)
+	}
+}
+
+// idleCost starts waiters consumers that long-poll topic, waits until they have looked and
+// found nothing to take, and measures over a second the commands per second Redis runs and
+// the script calls among them.
+func idleCost(t *testing.T, c *Client, rdb redis.UniversalClient, topic string, waiters int) (float64, int64) {
+	ctx, cancel := context.WithCancel(testContext(t))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	wait := func() {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				_, _ = c.Reserve(ctx, topic, ReserveOptions{Wait: 700 * time.Millisecond})
+			}
+		})
+	}
+	// One consumer looks at the topic for all of them, which then have nothing to look at.
+	wait()
+	waitSettled(t, c, topic, store.LanePull)
+	for range waiters - 1 {
+		wait()
+	}
+	scripts := scriptCalls(t, rdb)
+	before, start := commandsProcessed(t, rdb), time.Now()
+	time.Sleep(time.Second) // the span over which the idle cost is measured
+	n := float64(commandsProcessed(t, rdb)-before-1) / time.Since(start).Seconds()
+	return n, scriptCalls(t, rdb) - scripts
 }
 
 // A long poll on a topic that does not exist creates nothing, and gets the topic's first job

@@ -10,7 +10,7 @@ import (
 	"github.com/delayq/delayq/internal/store"
 )
 
-// TopicStats counts a topic's jobs by state.
+// TopicStats counts a topic's jobs by state, with its controls.
 type TopicStats struct {
 	Name     string
 	Delayed  int64
@@ -21,6 +21,13 @@ type TopicStats struct {
 	NextRunAt time.Time
 	// OldestReady is how long the oldest ready job has waited; zero when none waits.
 	OldestReady time.Duration
+	// Paused tells whether the topic is paused (PauseTopic); should a pause or resume have
+	// reached only some partitions (a call that failed part-way), whether any of them is.
+	Paused bool
+	// Partitions is how many partitions the topic is split over.
+	Partitions int
+	// Limits are the topic's rate and concurrency limits (SetTopicLimits).
+	Limits TopicLimits
 }
 
 // Stats counts the jobs of one topic, reading all its partitions in one round trip.
@@ -34,26 +41,27 @@ func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
 }
 
 func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, error) {
-	parts := make([]keys.Partition, n)
-	for p := range parts {
-		parts[p] = c.store.Partition(topic, p)
-	}
-	counts, err := c.store.Stats(ctx, parts)
+	counts, err := c.store.Stats(ctx, c.partitionKeys(topic, n))
 	if err != nil {
 		return nil, err
 	}
 	return sumCounts(topic, counts), nil
 }
 
-// sumCounts adds up the counts of a topic's partitions.
+// sumCounts adds up the counts of a topic's partitions, one or more.
 func sumCounts(topic string, counts []store.Counts) *TopicStats {
-	s := &TopicStats{Name: topic}
+	s := &TopicStats{Name: topic, Partitions: len(counts)}
+	// Every partition keeps the topic's limits; a call that failed part-way may have left
+	// some with the old ones, and the first one's stand for the topic.
+	l := counts[0].Limits
+	s.Limits = TopicLimits{Rate: l.Rate, Period: time.Duration(l.PeriodMs) * time.Millisecond, Concurrency: l.Concurrency}
 	earliest, oldest, now := int64(-1), int64(-1), int64(0)
 	for _, k := range counts {
 		s.Delayed += k.Delayed
 		s.Ready += k.Ready
 		s.Reserved += k.Reserved
 		s.Dead += k.Dead
+		s.Paused = s.Paused || k.Paused
 		earliest = minKnown(earliest, k.EarliestMs)
 		oldest = minKnown(oldest, k.OldestReadyMs)
 		now = max(now, k.NowMs)

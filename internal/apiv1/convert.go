@@ -67,6 +67,11 @@ func NewTopicStats(s *delayq.TopicStats) TopicStats {
 		Dead:          s.Dead,
 		NextRunAt:     timePtr(s.NextRunAt),
 		OldestReadyMs: s.OldestReady.Milliseconds(),
+		Paused:        s.Paused,
+		Limits: TopicLimits{
+			Rate: int64(s.Limits.Rate), PeriodMs: s.Limits.Period.Milliseconds(), Concurrency: int64(s.Limits.Concurrency),
+		},
+		Partitions: s.Partitions,
 	}
 }
 

@@ -19,7 +19,7 @@ type RequeueResponse struct {
 	Requeued int `json:"requeued"`
 }
 
-// DeleteResponse is the answer to a dead-letter delete.
+// DeleteResponse is the answer to a dead-letter delete, and to a topic's (the jobs it purged).
 type DeleteResponse struct {
 	Deleted int `json:"deleted"`
 }

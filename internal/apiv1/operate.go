@@ -11,6 +11,23 @@ type TopicStats struct {
 	NextRunAt *Time `json:"next_run_at"`
 	// OldestReadyMs is how long the oldest ready job has waited; 0 when none waits.
 	OldestReadyMs int64 `json:"oldest_ready_ms"`
+	// Paused tells whether the topic is paused (an extension).
+	Paused bool `json:"paused"`
+	// Limits are the topic's rate and concurrency limits (an extension).
+	Limits TopicLimits `json:"limits"`
+	// Partitions is how many partitions the topic is split over (an extension).
+	Partitions int `json:"partitions"`
+}
+
+// TopicLimits are a topic's rate and concurrency limits, 0 for none: the body of a limits
+// change, which replaces them all (a field left out is no limit), and part of a topic's stats.
+type TopicLimits struct {
+	// Rate is how many deliveries may start within any span of PeriodMs.
+	Rate int64 `json:"rate"`
+	// PeriodMs is the rate limit's window; given with Rate, and only with it.
+	PeriodMs int64 `json:"period_ms"`
+	// Concurrency is how many of the topic's jobs may be reserved at once.
+	Concurrency int64 `json:"concurrency"`
 }
 
 // TopicList is the answer to a listing of topics; never null.

@@ -99,6 +99,10 @@ func printStats(w io.Writer, s *apiv1.TopicStats) {
 	fmt.Fprintf(tw, "dead\t%d\n", s.Dead)
 	fmt.Fprintf(tw, "next_run_at\t%s\n", nextRun(s.NextRunAt))
 	fmt.Fprintf(tw, "oldest_ready\t%s\n", msDuration(s.OldestReadyMs))
+	fmt.Fprintf(tw, "paused\t%t\n", s.Paused)
+	fmt.Fprintf(tw, "rate_limit\t%s\n", rateLimit(s.Limits))
+	fmt.Fprintf(tw, "concurrency_limit\t%s\n", orNone(s.Limits.Concurrency))
+	fmt.Fprintf(tw, "partitions\t%d\n", s.Partitions)
 	tw.Flush()
 }
 
@@ -156,6 +160,22 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// rateLimit writes a topic's rate limit as "100 per 1s", or "-" when it has none.
+func rateLimit(l apiv1.TopicLimits) string {
+	if l.Rate == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d per %s", l.Rate, msDuration(l.PeriodMs))
+}
+
+// orNone writes a limit, or "-" for 0 (none).
+func orNone(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 func nextRun(t *apiv1.Time) string {

@@ -182,6 +182,25 @@ var badCases = []badCase{
 	{"dead limit empty", "GET", "/v1/topics/t/dead?limit=", "-", ``, false, 400, codeInvalid, "limit"},
 	{"dead bad cursor", "GET", "/v1/topics/t/dead?cursor=%21%21", "-", ``, false, 400, codeInvalid, "cursor"},
 
+	// Topic controls.
+	{"limits rate without period", "PUT", "/v1/topics/t/limits", "", `{"rate": 10}`, false, 400, codeInvalid, "period_ms"},
+	{"limits period without rate", "PUT", "/v1/topics/t/limits", "", `{"period_ms": 1000}`, false, 400, codeInvalid, "period_ms"},
+	{"limits rate negative", "PUT", "/v1/topics/t/limits", "", `{"rate": -1, "period_ms": 1000}`, false, 400, codeInvalid, "rate"},
+	{"limits rate over its limit", "PUT", "/v1/topics/t/limits", "", `{"rate": 100001, "period_ms": 1000}`, false, 400, codeInvalid, "rate"},
+	{"limits period over a day", "PUT", "/v1/topics/t/limits", "", `{"rate": 10, "period_ms": 86400001}`, false, 400, codeInvalid, "period_ms"},
+	{"limits concurrency negative", "PUT", "/v1/topics/t/limits", "", `{"concurrency": -1}`, false, 400, codeInvalid, "concurrency"},
+	{"limits rate a string", "PUT", "/v1/topics/t/limits", "", `{"rate": "10", "period_ms": 1000}`, false, 400, codeInvalid, "rate"},
+	{"limits unknown field", "PUT", "/v1/topics/t/limits", "", `{"burst": 5}`, false, 400, codeInvalid, "burst"},
+	{"limits no body", "PUT", "/v1/topics/t/limits", "-", ``, false, 415, codeMediaType, ""},
+	{"pause unknown field", "POST", "/v1/topics/t/pause", "", `{"until": 5}`, false, 400, codeInvalid, "until"},
+	{"pause text/plain", "POST", "/v1/topics/t/pause", "text/plain", `{}`, false, 415, codeMediaType, ""},
+	{"resume unknown topic", "POST", "/v1/topics/fresh/resume", "-", ``, false, 404, codeNotFound, "fresh"},
+	{"lift limits of unknown topic", "DELETE", "/v1/topics/fresh/limits", "-", ``, false, 404, codeNotFound, "fresh"},
+	{"delete topic with jobs", "DELETE", "/v1/topics/t", "-", ``, false, 409, codePrecondition, "1 delayed, 1 ready, 1 reserved, 1 dead"},
+	{"delete unknown topic", "DELETE", "/v1/topics/fresh?purge=true", "-", ``, false, 404, codeNotFound, "fresh"},
+	{"delete purge not a boolean", "DELETE", "/v1/topics/t?purge=yes", "-", ``, false, 400, codeInvalid, "purge"},
+	{"GET on pause", "GET", "/v1/topics/t/pause", "-", ``, false, 405, codeMethodNotAllowed, "POST"},
+
 	// States, existence and routes.
 	{"reschedule reserved", "PATCH", "/v1/topics/t/jobs/res1", "", `{"delay_ms": 0}`, false, 409, codePrecondition, ""},
 	{"reschedule dead", "PATCH", "/v1/topics/t/jobs/dead1", "", `{"delay_ms": 0}`, false, 409, codePrecondition, ""},

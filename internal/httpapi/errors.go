@@ -66,6 +66,7 @@ var sentinels = []struct {
 	{delayq.ErrExists, codeExists},
 	{delayq.ErrLeaseLost, codeLeaseLost},
 	{delayq.ErrWrongState, codePrecondition},
+	{delayq.ErrNotEmpty, codePrecondition},
 	{delayq.ErrClosed, codeUnavailable},
 }
 
@@ -79,6 +80,10 @@ func classify(err error) (body apiv1.Error, internal bool) {
 	var nf *delayq.NotFoundError
 	if errors.As(err, &nf) {
 		return apiv1.Error{Code: codeNotFound, Message: nf.Message()}, false
+	}
+	var ne *delayq.NotEmptyError
+	if errors.As(err, &ne) {
+		return apiv1.Error{Code: codePrecondition, Message: ne.Message() + " (?purge=true)"}, false
 	}
 	var inv *delayq.InvalidError
 	if errors.As(err, &inv) {
@@ -148,7 +153,8 @@ func invalidf(field, format string, args ...any) error {
 }
 
 // wireFields names the library's fields as the API does, where the two differ.
-var wireFields = map[string]string{"delay": "delay_ms", "ttr": "ttr_ms", "wait": "wait_ms", "backoff": "backoff_ms"}
+var wireFields = map[string]string{"delay": "delay_ms", "ttr": "ttr_ms", "wait": "wait_ms", "backoff": "backoff_ms",
+	"period": "period_ms"}
 
 // wireField returns the API's name of a library field: delay is delay_ms, backoff[2] is
 // backoff_ms[2], and a field of a schedule's job template keeps its prefix: job.ttr is

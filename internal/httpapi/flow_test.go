@@ -416,7 +416,7 @@ func TestTopics(t *testing.T) {
 	for i := range list.Topics {
 		list.Topics[i].NextRunAt, list.Topics[i].OldestReadyMs = nil, 0
 	}
-	want := []apiv1.TopicStats{{Name: "alpha", Ready: 1, Reserved: 1}, {Name: "beta", Delayed: 1}}
+	want := []apiv1.TopicStats{{Name: "alpha", Ready: 1, Reserved: 1, Partitions: 1}, {Name: "beta", Delayed: 1, Partitions: 1}}
 	if diff := cmp.Diff(want, list.Topics); diff != "" {
 		t.Fatalf("topics (-want +got):\n%s", diff)
 	}

@@ -74,6 +74,10 @@ var beyondSchema = map[string]string{
 	"resume unknown schedule":                         "the state of the store",
 	"schedule job callback_url when push is disabled": "the server's configuration",
 	"schedule job callback_url refused by check":      "the server's configuration",
+	"resume unknown topic":                            "the state of the store",
+	"lift limits of unknown topic":                    "the state of the store",
+	"delete topic with jobs":                          "the state of the store",
+	"delete unknown topic":                            "the state of the store",
 }
 
 // TestOpenAPIRefusesBadRequests checks that the document is as tight as the server: every

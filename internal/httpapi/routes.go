@@ -29,6 +29,11 @@ func routes() []route {
 
 		{http.MethodGet, "/v1/topics", (*api).listTopics},
 		{http.MethodGet, "/v1/topics/{topic}", (*api).getTopic},
+		{http.MethodDelete, "/v1/topics/{topic}", (*api).deleteTopic},
+		{http.MethodPost, "/v1/topics/{topic}/pause", (*api).pauseTopic},
+		{http.MethodPost, "/v1/topics/{topic}/resume", (*api).resumeTopic},
+		{http.MethodPut, "/v1/topics/{topic}/limits", (*api).setLimits},
+		{http.MethodDelete, "/v1/topics/{topic}/limits", (*api).clearLimits},
 
 		{http.MethodPost, "/v1/topics/{topic}/jobs", (*api).enqueue},
 		{http.MethodPost, "/v1/topics/{topic}/jobs/batch", (*api).enqueueBatch},

@@ -46,12 +46,27 @@ func (p Partition) Reserved() string { return p.prefix + "reserved" }
 func (p Partition) Dead() string { return p.prefix + "dead" }
 
 // Notify is a shard pub/sub channel (SPUBLISH) in the partition's slot. A script publishes the new
-// earliest due time (Unix ms) there when a job becomes due sooner than any the partition had.
+// earliest due time (Unix ms) there when a job becomes due sooner than any the partition had,
+// and "controls" when the topic's controls change (a resume, new limits, a delete), which
+// makes every consumer waiting on the partition look at it again.
 func (p Partition) Notify() string { return p.prefix + "notify" }
 
 // Leases is a HASH from each leased job id to its lease token; the deadline is the job's score
 // in Reserved.
 func (p Partition) Leases() string { return p.prefix + "leases" }
+
+// Settings is a HASH of the topic's controls as they apply to this partition: "paused" ("1"
+// while the topic is paused), "rate" and "period_ms" (the topic's rate limit), "rate_share"
+// (the deliveries this partition may start per period), "concurrency" (the topic's limit) and
+// "concurrency_share" (the jobs this partition may have reserved at once). A missing field is
+// no limit; a topic without controls has no such key.
+func (p Partition) Settings() string { return p.prefix + "settings" }
+
+// Starts is a ZSET of the deliveries started within the rate limit's last period: each
+// delivery's lease token, scored by when it started (Unix ms, server clock). A reserve trims it
+// to the period and counts it against the partition's rate share. It exists only while the
+// topic has a rate limit.
+func (p Partition) Starts() string { return p.prefix + "starts" }
 
 // Call is a STRING that records the outcome of one script call (named by a call id the caller
 // makes) for a short replay window, so that the same call sent again answers as the first did.
@@ -65,7 +80,8 @@ func (p Partition) Ticks() string { return p.prefix + "ticks" }
 
 // All returns the partition's keys in the order the scripts expect them in KEYS.
 func (p Partition) All() []string {
-	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases()}
+	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases(),
+		p.Settings(), p.Starts()}
 }
 
 // Topics is a HASH: topic name -> its partition count. It is the registry behind topic listing,

@@ -38,6 +38,7 @@ type ReserveCall struct {
 type Reserved struct {
 	NowMs  int64
 	NextMs int64   // the partition's next due time or lease deadline; NowMs when more are due; -1 for none
+	Paused bool    // the topic is paused: nothing is handed out until it resumes (NextMs is -1)
 	Acked  []error // per lease acked along with the reserve: nil or ErrLeaseLost
 	Jobs   []Record
 }
@@ -55,7 +56,8 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (
 	if len(vals) < 3 {
 		return Reserved{}, fmt.Errorf("delayq: reserve: short reply")
 	}
-	r := Reserved{NowMs: toInt(vals[0]), NextMs: toInt(vals[1])}
+	r := Reserved{NowMs: toInt(vals[0])}
+	r.NextMs, r.Paused = nextOf(toInt(vals[1]))
 	if r.Acked, err = parseAcked(vals[2], len(rc.Acks)); err != nil {
 		return Reserved{}, err
 	}
@@ -182,6 +184,7 @@ func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string)
 type Peeked struct {
 	NowMs  int64
 	NextMs int64     // as Reserved's
+	Paused bool      // as Reserved's
 	Scores []float64 // the ready scores of its first jobs, best (lowest) first
 	Err    error     // the partition's call failed; the other fields are zero
 }
@@ -207,7 +210,8 @@ func (s *Store) Peek(ctx context.Context, parts []keys.Partition, lane Lane, n, 
 			out[i].Err = fmt.Errorf("delayq: looking at a partition: %w", err)
 			continue
 		}
-		out[i].NowMs, out[i].NextMs = toInt(vals[0]), toInt(vals[1])
+		out[i].NowMs = toInt(vals[0])
+		out[i].NextMs, out[i].Paused = nextOf(toInt(vals[1]))
 		for _, v := range vals[2:] {
 			f, err := strconv.ParseFloat(toString(v), 64)
 			if err != nil {

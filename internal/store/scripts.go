@@ -11,26 +11,37 @@ import (
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
 
-// loadScript returns the script scripts/<name>.lua with the part of its prelude (libOf) it uses.
-func loadScript(name string) *redis.Script {
-	lib, err := scriptFiles.ReadFile("scripts/" + libOf(name) + ".lua")
-	if err != nil {
-		panic(err)
+// libraries are the files of a script's shared prelude, in order. A partition's scripts share
+// lib.lua (keys, records, leases) and lib_controls.lua (a topic's pause and limits); the
+// scripts of a schedule's own slot (schedule_*.lua) share schedule_lib.lua.
+func libraries(name string) []string {
+	if strings.HasPrefix(name, "schedule_") {
+		return []string{"scripts/schedule_lib.lua"}
 	}
+	return []string{"scripts/lib.lua", "scripts/lib_controls.lua"}
+}
+
+// libText returns the prelude files of script name as one text.
+func libText(name string) string {
+	var lib strings.Builder
+	for _, file := range libraries(name) {
+		text, err := scriptFiles.ReadFile(file)
+		if err != nil {
+			panic(err)
+		}
+		lib.Write(text)
+		lib.WriteString("\n")
+	}
+	return lib.String()
+}
+
+// loadScript returns the script scripts/<name>.lua with the part of its prelude it uses.
+func loadScript(name string) *redis.Script {
 	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(prelude(string(lib), string(body)) + "\n" + string(body))
-}
-
-// libOf names the prelude of script name: schedule_lib for the scripts of a schedule's own
-// slot (schedule_*.lua), lib for those of a partition.
-func libOf(name string) string {
-	if strings.HasPrefix(name, "schedule_") {
-		return "schedule_lib"
-	}
-	return "lib"
+	return redis.NewScript(prelude(libText(name), string(body)) + "\n" + string(body))
 }
 
 var (

@@ -41,6 +41,8 @@ var (
 	listScript        = loadScript("list")
 	deadRequeueScript = loadScript("dead_requeue")
 	deadDeleteScript  = loadScript("dead_delete")
+	controlsScript    = loadScript("set_controls")
+	purgeScript       = loadScript("purge")
 )
 
 // Store runs delayq's scripts against one Redis deployment.
@@ -330,6 +332,8 @@ type Counts struct {
 	NowMs, Delayed, Ready, Reserved, Dead int64
 	EarliestMs                            int64 // earliest pending due time; -1 for none
 	OldestReadyMs                         int64 // earliest due time among ready jobs; -1 for none
+	Paused                                bool  // the partition hands out nothing (SetPaused)
+	Limits                                Limits
 }
 
 // Stats counts the jobs of each partition in parts, in one pipelined round trip.
@@ -343,10 +347,14 @@ func (s *Store) Stats(ctx context.Context, parts []keys.Partition) ([]Counts, er
 			return nil, errs[i]
 		}
 		v, err := cmd.Int64Slice()
-		if err != nil || len(v) != 7 {
+		if err == nil && len(v) != 11 {
+			err = errors.New("malformed reply")
+		}
+		if err != nil {
 			return nil, fmt.Errorf("delayq: stats: %d values: %w", len(v), err)
 		}
-		out[i] = Counts{v[0], v[1], v[2], v[3], v[4], v[5], v[6]}
+		out[i] = Counts{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] == 1,
+			Limits{Rate: int(v[8]), PeriodMs: v[9], Concurrency: int(v[10])}}
 	}
 	return out, nil
 }

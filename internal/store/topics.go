@@ -66,19 +66,21 @@ func (s *Store) Topics(ctx context.Context) (map[string]int, error) {
 
 // Head is what a partition has for one lane, as a consumer's recheck sees it.
 type Head struct {
-	Ready bool  // due jobs wait in the lane's ready set
-	DueMs int64 // the earliest due time of a delayed job or lease deadline, Unix ms; -1 for none
+	Ready  bool  // due jobs wait in the lane's ready set
+	DueMs  int64 // the earliest due time of a delayed job or lease deadline, Unix ms; -1 for none
+	Paused bool  // the topic is paused: nothing is handed out, whatever is due
 }
 
 // Heads reads, for each partition, whether the lane's ready set holds jobs and the earliest
 // moment something else falls due there: its first delayed job, or its first lease deadline
-// (a lease that expires hands its job out again, and nothing announces that moment). Three
-// commands a partition, in one round trip.
+// (a lease that expires hands its job out again, and nothing announces that moment), and
+// whether the topic is paused. Four commands a partition, in one round trip.
 func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([]Head, error) {
 	ready := make([]*redis.ZSliceCmd, len(parts))
 	delayed := make([]*redis.ZSliceCmd, len(parts))
 	leased := make([]*redis.ZSliceCmd, len(parts))
-	_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+	paused := make([]*redis.StringCmd, len(parts))
+	cmds, _ := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range parts {
 			set := p.Ready()
 			if lane == LanePush {
@@ -87,15 +89,18 @@ func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([
 			ready[i] = pipe.ZRangeWithScores(ctx, set, 0, 0)
 			delayed[i] = pipe.ZRangeWithScores(ctx, p.Delayed(), 0, 0)
 			leased[i] = pipe.ZRangeWithScores(ctx, p.Reserved(), 0, 0)
+			paused[i] = pipe.HGet(ctx, p.Settings(), "paused")
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("delayq: looking at partitions: %w", err)
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) { // Nil: no settings
+			return nil, fmt.Errorf("delayq: looking at partitions: %w", err)
+		}
 	}
 	out := make([]Head, len(parts))
 	for i := range parts {
-		out[i] = Head{Ready: len(ready[i].Val()) > 0, DueMs: -1}
+		out[i] = Head{Ready: len(ready[i].Val()) > 0, DueMs: -1, Paused: paused[i].Val() == "1"}
 		if d := delayed[i].Val(); len(d) > 0 {
 			out[i].DueMs = int64(d[0].Score)
 		}
@@ -104,4 +109,13 @@ func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([
 		}
 	}
 	return out, nil
+}
+
+// UnregisterTopic removes topic from the registry: it is no longer listed, and its next
+// enqueue registers it anew.
+func (s *Store) UnregisterTopic(ctx context.Context, topic string) error {
+	if err := s.rdb.HDel(ctx, keys.Topics(s.ns), topic).Err(); err != nil {
+		return fmt.Errorf("delayq: unregister topic: %w", err)
+	}
+	return nil
 }

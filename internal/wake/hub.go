@@ -192,6 +192,12 @@ func (h *Hub) deliver(channel, payload string) {
 		}
 		return
 	}
+	if payload == controlsChanged {
+		for _, tg := range h.targetsOf(channel) {
+			tg.wake()
+		}
+		return
+	}
 	due, lane, ok := parseNotice(payload)
 	if !ok {
 		return
@@ -273,6 +279,11 @@ func (h *Hub) recheckAll() {
 		tg.wake()
 	}
 }
+
+// controlsChanged is the notice of a partition whose topic's controls changed (a resume, new
+// limits, a delete): every consumer waiting on it looks again (lib_controls.lua's
+// CONTROLS_CHANGED).
+const controlsChanged = "controls"
 
 // parseNotice reads a notice's payload: "<due ms>" for the pull lane, "<due ms> push" for the
 // push lane (lib.lua's notify_if_sooner).

@@ -32,6 +32,7 @@ type Topic struct {
 	next      []time.Time // per partition, local time when it next has something due; zero: look now
 	checked   []time.Time // per partition, local time it was last looked at
 	notices   []uint64    // per partition, notices seen, to keep a stale reply from hiding one
+	paused    []bool      // per partition, paused as last seen: its notices of jobs wake nobody
 	offsetMs  int64       // server clock minus local clock, from the latest reply
 	changed   chan struct{}
 	listening bool      // notices of its partitions wake it
@@ -74,6 +75,7 @@ func (t *Topic) SetPartitionCount(n int) {
 		t.next = make([]time.Time, n)
 		t.checked = make([]time.Time, n)
 		t.notices = make([]uint64, n)
+		t.paused = make([]bool, n)
 		t.broadcast()
 	}
 }
@@ -108,20 +110,23 @@ func (t *Topic) Due(now time.Time, all bool) (parts []int, seen []uint64) {
 }
 
 // Learn records what a look at partition p found: at local time at, the server's clock read
-// nowMs and p next has something due at nextMs (-1: nothing). A notice that arrived since the
-// look began (seen differs) may be newer than the reply, so then the earlier of the two wins.
-func (t *Topic) Learn(p int, seen uint64, at time.Time, nowMs, nextMs int64) {
+// nowMs and p next has something due at nextMs (-1: nothing), or p is paused (then nothing is
+// due until a notice of its controls, or a look, says it resumed). A notice that arrived since
+// the look began (seen differs) may be newer than the reply, so then the earlier of the two
+// wins.
+func (t *Topic) Learn(p int, seen uint64, at time.Time, nowMs, nextMs int64, paused bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.offsetMs = nowMs - at.UnixMilli()
 	t.checked[p] = at
 	next := never
-	if nextMs >= 0 {
+	if nextMs >= 0 && !paused {
 		next = at.Add(time.Duration(nextMs-nowMs) * time.Millisecond)
 	}
 	if t.notices[p] != seen && t.next[p].Before(next) {
 		return
 	}
+	t.paused[p] = paused
 	t.next[p] = next
 	if !next.After(at) {
 		t.broadcast()
@@ -135,11 +140,12 @@ func (t *Topic) ServerNowMs(now time.Time) int64 {
 	return now.UnixMilli() + t.offsetMs
 }
 
-// Notice records that partition p has something of lane due at server time dueMs.
+// Notice records that partition p has something of lane due at server time dueMs. A paused
+// partition's notices change nothing: its jobs wait for the resume.
 func (t *Topic) Notice(p int, lane store.Lane, dueMs int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p < 0 || p >= t.n || lane != t.lane {
+	if p < 0 || p >= t.n || lane != t.lane || t.paused[p] {
 		return
 	}
 	now := time.Now()
@@ -151,23 +157,27 @@ func (t *Topic) Notice(p int, lane store.Lane, dueMs int64) {
 	}
 }
 
-// Recheck makes the given partitions (all when nil) be looked at on the next scan, and wakes
-// the waiters (also those of a topic not known yet).
+// Recheck makes the given partitions (all when nil) be looked at on the next scan, paused or
+// not, and wakes the waiters (also those of a topic not known yet).
 func (t *Topic) Recheck(parts []int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if parts == nil {
 		for p := range t.n {
-			t.next[p] = time.Time{}
-			t.notices[p]++
+			t.recheck(p)
 		}
 		t.lookedUp = time.Time{}
 	}
 	for _, p := range parts {
-		t.next[p] = time.Time{}
-		t.notices[p]++
+		t.recheck(p)
 	}
 	t.broadcast()
+}
+
+func (t *Topic) recheck(p int) {
+	t.next[p] = time.Time{}
+	t.notices[p]++
+	t.paused[p] = false
 }
 
 func (t *Topic) broadcast() {
@@ -232,6 +242,7 @@ type Snapshot struct {
 	Partitions int         // 0 until known
 	Next       []time.Time // per partition, when it next has something due
 	Notices    []uint64    // per partition, the notices heard
+	Paused     []bool      // per partition, paused as last seen
 	Listening  bool        // the partitions' notices wake it
 	Awaiting   bool        // the registration of its topic wakes it
 	LookedUp   time.Time   // when the registry was last asked for it, zero after a notice of it
@@ -242,7 +253,7 @@ func (t *Topic) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return Snapshot{
-		Partitions: t.n, Next: slices.Clone(t.next), Notices: slices.Clone(t.notices),
+		Partitions: t.n, Next: slices.Clone(t.next), Notices: slices.Clone(t.notices), Paused: slices.Clone(t.paused),
 		Listening: t.listening, Awaiting: t.awaiting, LookedUp: t.lookedUp,
 	}
 }

@@ -10,11 +10,16 @@
 --   KEYS[7] notify     shard channel: '<due time>' or '<due time> push' when a lane's job
 --                      becomes due earlier than anything the partition had
 --   KEYS[8] leases     HASH  leased job id -> lease token
---   KEYS[9] call       STRING this call's recorded outcome (scripts that change state only)
+--   KEYS[9] settings   HASH  the topic's controls in this partition: paused, rate_share,
+--                      period_ms, concurrency_share (and the topic's rate and concurrency,
+--                      for display); a missing field is no limit
+--   KEYS[10] starts    ZSET  the lease tokens of the deliveries started within the rate
+--                      limit's period, score = when each started (Unix ms)
+--   KEYS[11] call      STRING this call's recorded outcome (scripts that change state only)
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
 -- ARGV[2] is always the replay window in ms: a script that changed something records its outcome
--- under KEYS[9] for that long, and a second run of the same call (a Redis client re-sending it
+-- under KEYS[11] for that long, and a second run of the same call (a Redis client re-sending it
 -- after a lost reply, or the caller retrying) answers that outcome instead of acting again.
 -- 0 records nothing. A script's own arguments start at ARGV[3].
 --
@@ -27,7 +32,8 @@
 
 local JOBS, DELAYED, READY, READY_PUSH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local RESERVED, DEAD, NOTIFY, LEASES = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local CALL, WINDOW = KEYS[9], tonumber(ARGV[2])
+local SETTINGS, STARTS = KEYS[9], KEYS[10]
+local CALL, WINDOW = KEYS[11], tonumber(ARGV[2])
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
 -- every call, and tables made per call cost garbage collection.

@@ -1,5 +1,5 @@
 -- nack.lua: a reserved job's attempt failed; retry it after a delay, or bury it.
--- KEYS: see lib.lua (KEYS[9] is per lease: nacking a lease again answers as the first did).
+-- KEYS: see lib.lua (KEYS[11] is per lease: nacking a lease again answers as the first did).
 -- ARGV[3] id; ARGV[4] lease; ARGV[5] error text; ARGV[6] delay in ms ('' for the job's backoff
 -- step); ARGV[7] '1' to send it to the dead letters.
 -- Returns 1 when it will be retried, 2 when it went dead, 0 when the lease is not current.
@@ -15,5 +15,6 @@ if not j then return 0 end
 local delay = nil
 if ARGV[6] ~= '' then delay = tonumber(ARGV[6]) end
 local outcome = fail(id, j, NOW, ARGV[5], delay, ARGV[7] == '1')
+announce_free(1)
 record(outcome)
 return outcome

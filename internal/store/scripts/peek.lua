@@ -5,22 +5,17 @@
 -- KEYS: see lib.lua.
 -- ARGV[3] lane: 'pull' or 'push'; ARGV[4] how many scores; ARGV[5] bulk limit.
 -- Returns {now, next, score_1, ..., score_k}: next as reserve.lua's, the scores
--- (ready_score(priority, due time), lowest first) as strings.
+-- (ready_score(priority, due time), lowest first) as strings, of no more jobs than the topic's
+-- controls would let a reserve take.
 local limit = tonumber(ARGV[5])
 expire_leases(limit)
 promote(limit)
 local set = READY
 if ARGV[3] == 'push' then set = READY_PUSH end
-local heads = redis.call('ZRANGE', set, 0, tonumber(ARGV[4]) - 1, 'WITHSCORES')
-local upcoming = -1
-if #heads > 0 then
-  upcoming = NOW
-else
-  local d = head_score()
-  local rs = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
-  if d then upcoming = d end
-  if #rs > 0 and (upcoming == -1 or tonumber(rs[2]) < upcoming) then upcoming = tonumber(rs[2]) end
-end
-local out = {NOW, upcoming}
+local paused, rate, period, concurrency = controls()
+local max = allowed(tonumber(ARGV[4]), paused, rate, period, concurrency)
+local heads = {}
+if max > 0 then heads = redis.call('ZRANGE', set, 0, max - 1, 'WITHSCORES') end
+local out = {NOW, next_due(set, paused, rate, period, concurrency)}
 for i = 2, #heads, 2 do out[#out + 1] = heads[i] end
 return out

@@ -1,6 +1,6 @@
 -- release.lua: give a lease back unfinished (a worker shutting down); the job is due again at
 -- once and the attempt is not counted.
--- KEYS: see lib.lua (KEYS[9] is per lease: releasing a lease again answers as the first did).
+-- KEYS: see lib.lua (KEYS[11] is per lease: releasing a lease again answers as the first did).
 -- ARGV[3] id; ARGV[4] lease.
 -- Returns 1 when released, 0 when the lease is not current.
 local id = ARGV[3]
@@ -18,5 +18,6 @@ local prev = head_score()
 schedule(id, j, NOW)
 save(id, j)
 notify_if_sooner(prev, NOW, lane_of(j))
+announce_free(1)
 record(1)
 return 1

@@ -8,9 +8,13 @@
 -- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[7] bulk limit;
 -- ARGV[8] ttr override in ms (0: each job's own); ARGV[9..] pairs of id, lease to ack first (a
 -- worker's finished jobs ride along with its next reserve).
--- Returns: {now, next, acked, job_1, ..., job_k}: next is the partition's next due time or lease
--- deadline in Unix ms (now when due jobs remain, -1 when there is nothing), acked is
--- ack_leases()'s value per pair, each job as reply().
+-- Returns: {now, next, acked, job_1, ..., job_k}: next is next_due()'s (now when due jobs
+-- remain, the partition's next due time or lease deadline, -1 when there is nothing, PAUSED
+-- while the topic is paused), acked is ack_leases()'s value per pair, each job as reply().
+-- A paused partition hands out nothing, and one at its rate or concurrency limit no more than
+-- the limit lets start (next is then when it lets the next one start); the acks, expired
+-- leases and promotions are done all the same. Each delivery started counts in the rate
+-- window under its lease token; a replay counts nothing again.
 -- A call that leased or acked anything records {now, next, acked, ids}; a replay answers with
 -- those of its jobs whose lease is still the one this call gave them, and the server's clock as
 -- it is now (the caller learns the clock from it; when a job was leased is its lease deadline
@@ -43,7 +47,10 @@ expire_leases(limit)
 promote(limit)
 local set = READY
 if ARGV[3] == 'push' then set = READY_PUSH end
-local ids = redis.call('ZRANGE', set, 0, tonumber(ARGV[4]) - 1)
+local paused, rate, period, concurrency = controls()
+local max = allowed(tonumber(ARGV[4]), paused, rate, period, concurrency)
+local ids = {}
+if max > 0 then ids = redis.call('ZRANGE', set, 0, max - 1) end
 local out = {NOW, -1, acked}
 local taken = {}
 if #ids > 0 then
@@ -76,21 +83,14 @@ if #ids > 0 then
   bulk('ZREM', set, taken)
   bulk('HSET', LEASES, leases)
   bulk('ZADD', RESERVED, deadlines)
+  count_starts(rate, leases)
   -- A lease that ends before any other is announced: should its holder never settle it, the
   -- consumers waiting on this partition must wake to hand the job out again.
   if earliest and (#rhead == 0 or earliest < tonumber(rhead[2])) then
     notify_if_sooner(nil, earliest, ARGV[3])
   end
 end
-local upcoming = -1
-if redis.call('ZCARD', set) > 0 then
-  upcoming = NOW
-else
-  local d = head_score()
-  local rs = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
-  if d then upcoming = d end
-  if #rs > 0 and (upcoming == -1 or tonumber(rs[2]) < upcoming) then upcoming = tonumber(rs[2]) end
-end
+local upcoming = next_due(set, paused, rate, period, concurrency)
 out[2] = upcoming
 if #taken > 0 or #acked > 0 then record(NOW, upcoming, acked, taken) end
 return out

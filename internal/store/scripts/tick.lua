@@ -1,6 +1,6 @@
 -- tick.lua: enqueue the job of one schedule's tick, unless this partition has had that tick or
 -- a later one of the schedule.
--- KEYS: see lib.lua; KEYS[10] ticks: HASH schedule name -> the latest tick (Unix ms) of the
+-- KEYS: see lib.lua; KEYS[12] ticks: HASH schedule name -> the latest tick (Unix ms) of the
 -- schedule whose job was enqueued in this partition.
 -- ARGV[3] the schedule's name, ARGV[4] the tick (Unix ms), then the job: ARGV[5] its id,
 -- ARGV[6] its lane ('1' push, '0' pull), ARGV[7] and ARGV[8] the record's fields before
@@ -11,7 +11,7 @@
 -- cancelled). The tick is marked on 1 and 2. A tick's job is always in the partition of its
 -- id, so the mark decides every attempt at the tick, whichever scheduler makes it and however
 -- late: a tick is enqueued once. A second run of the call answers what the first did.
-local TICKS = KEYS[10]
+local TICKS = KEYS[12]
 local name, tick, id = ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local again = recorded()
 if again and again ~= '' then return {cmsgpack.unpack(again)} end
