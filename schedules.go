@@ -24,10 +24,10 @@ const defaultLookahead = 3 * time.Second
 // PutSchedule creates schedule name, or replaces its definition, and reports whether it created
 // it. A new schedule first ticks after it was created. A replaced one keeps its pause and its
 // last tick, and the jobs of ticks enqueued already stay as they are: the new definition
-// applies from the first tick not yet enqueued (ticks are enqueued a few seconds ahead of
-// time). PutSchedule then enqueues the ticks due within the next few seconds itself, so that
-// the first one is on time even before a Scheduler looks; a failure to do so is logged and left
-// to the Schedulers.
+// applies from the first tick after now not yet enqueued (ticks are enqueued a few seconds
+// ahead of time); its ticks before the replace are not missed ones. PutSchedule then enqueues
+// the ticks due within the next few seconds itself, so that the first one is on time even
+// before a Scheduler looks; a failure to do so is logged and left to the Schedulers.
 func (c *Client) PutSchedule(ctx context.Context, name string, s ScheduleSpec) (*Schedule, bool, error) {
 	if err := ValidateScheduleName(name); err != nil {
 		return nil, false, err

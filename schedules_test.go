@@ -368,3 +368,30 @@ func TestSchedulesOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// A schedule replaced by one that ticks more often, while Schedulers ran all along, starts
+// ticking after the replace: the new definition's ticks before it did not pass unseen, so none
+// is enqueued as missed.
+func TestReplaceEnqueuesNoTickOfThePast(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []MissedPolicy{MissedLatest, MissedSkip} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "0 0 1 1 *", Topic: "t", Missed: policy, StartAt: time.Now().AddDate(1, 0, 0)})
+			advance(c, 10*time.Minute)
+			look(t, c) // a Scheduler looks: no tick is due
+			mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "* * * * *", Topic: "t", Missed: policy})
+			look(t, c)
+			got, err := c.GetSchedule(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A tick after the replace may be due within the look-ahead already.
+			if !got.LastTick.IsZero() && !got.LastTick.After(got.UpdatedAt) {
+				t.Errorf("the tick %v was enqueued, before the replace at %v", got.LastTick, got.UpdatedAt)
+			}
+		})
+	}
+}

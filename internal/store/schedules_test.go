@@ -82,8 +82,8 @@ func TestScheduleState(t *testing.T) {
 	}
 	s.SetClockOffset(5000)
 	again, created, err := s.PutSchedule(ctx, "daily", []byte(`{"v":2}`))
-	if err != nil || created || again.CreatedMs != st.CreatedMs || again.CursorMs != st.CursorMs || string(again.Def) != `{"v":2}` || again.UpdatedMs < st.CreatedMs+5000 {
-		t.Fatalf("a second put: %+v, created %v, %v; want the definition replaced, the rest kept", again, created, err)
+	if err != nil || created || again.CreatedMs != st.CreatedMs || again.CursorMs != again.UpdatedMs || string(again.Def) != `{"v":2}` || again.UpdatedMs < st.CreatedMs+5000 {
+		t.Fatalf("a second put: %+v, created %v, %v; want the definition replaced, the cursor moved to now, the rest kept", again, created, err)
 	}
 
 	// The cursor and the last tick only grow, and only for the schedule the caller read.
