@@ -16,8 +16,8 @@ import (
 type ScheduleSpec struct {
 	// Cron says when the schedule ticks: five fields (minute, hour, day of month, month, day of
 	// week), such as "*/5 * * * *" or "0 9 * * MON-FRI", or a descriptor: @yearly, @monthly,
-	// @weekly, @daily, @hourly, or @every <interval> for a fixed interval of whole seconds, at
-	// least 1s, such as "@every 30s". Parsed by github.com/robfig/cron/v3.
+	// @weekly, @daily, @hourly, or @every <interval> for a fixed interval of whole seconds, from
+	// 1s to ten years (87600h), such as "@every 30s". Parsed by github.com/robfig/cron/v3.
 	Cron string
 	// TimeZone is the IANA time zone the five fields are read in, such as "Europe/Berlin".
 	// Defaults to UTC. Across a daylight-saving change the wall clock decides, as robfig/cron
@@ -177,6 +177,10 @@ func (s ScheduleSpec) template(l Limits) (store.NewJob, error) {
 // maxCron is the longest cron expression, in bytes.
 const maxCron = 256
 
+// maxEvery is the longest @every interval, ten years: a schedule's next ticks, counted from its
+// first in a Duration, stay within its 292 years.
+const maxEvery = 10 * 365 * 24 * time.Hour
+
 // cronParser reads standard five-field expressions and descriptors.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
@@ -210,6 +214,8 @@ func parseCron(expr, tz string) (when cron.Schedule, every time.Duration, err er
 			return nil, 0, invalid("cron", "%q: the interval %v is under 1s", expr, d)
 		case d%time.Second != 0:
 			return nil, 0, invalid("cron", "%q: the interval %v is not a whole number of seconds", expr, d)
+		case d > maxEvery:
+			return nil, 0, invalid("cron", "%q: the interval %v is longer than %v", expr, d, maxEvery)
 		}
 	}
 	sched, err := cronParser.Parse(expr)
