@@ -29,8 +29,8 @@ type ScheduleSpec struct {
 	// Job is the template of each tick's job. Its ID, Delay and RunAt must be empty: a tick's
 	// job has the id TickID(name, tick) and is due at the tick.
 	Job Spec
-	// StartAt, when set, is the earliest time the schedule ticks; an @every schedule ticks at
-	// StartAt and every interval after it. Without it, an @every schedule first ticks one
+	// StartAt, when set, is the earliest time the schedule ticks, at most Limits.MaxDelay ahead;
+	// an @every schedule ticks at StartAt and every interval after it. Without it, an @every schedule first ticks one
 	// interval after it was created (in whole seconds).
 	StartAt time.Time
 	// EndAt, when set, is the latest time the schedule ticks.
@@ -109,6 +109,10 @@ func (s ScheduleSpec) compile(l Limits, created time.Time) (compiled, error) {
 	c, err := s.timing(created)
 	if err != nil {
 		return c, err
+	}
+	// As for a job's run_at: a schedule's next runs then stay within the times the API writes.
+	if time.Until(s.StartAt) > l.MaxDelay {
+		return c, invalid("start_at", "%s is more than %s ahead", s.StartAt.Format(time.RFC3339Nano), ms(l.MaxDelay))
 	}
 	if err := ValidateTopic(s.Topic); err != nil {
 		return c, err

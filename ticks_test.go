@@ -241,6 +241,7 @@ func TestScheduleValidation(t *testing.T) {
 			s.StartAt, s.EndAt = utc("2026-06-01T00:00:00Z"), utc("2026-05-01T00:00:00Z")
 		}, "end_at", "not after start_at"},
 		{"missed", func(s *ScheduleSpec) { s.Missed = "all" }, "missed", `"latest" or "skip"`},
+		{"start past the longest delay", func(s *ScheduleSpec) { s.StartAt = time.Now().AddDate(11, 0, 0) }, "start_at", "ahead"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := ok
