@@ -182,7 +182,8 @@ func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, c
 // enqueueTicks does one look at schedule name, as read in st (ticker.plan): it enqueues the
 // ticks due within ahead of the server's clock, and the latest missed tick under MissedLatest,
 // then moves the schedule's cursor past the ticks it dealt with. It returns the latest tick it
-// enqueued (or found enqueued), zero when none.
+// enqueued (or found enqueued), zero when none. Ticks it comes to when st is older than ahead
+// (and clockSlack) are not enqueued (errLookTooLate): the schedule may have been paused, changed or deleted.
 func (c *Client) enqueueTicks(ctx context.Context, name string, st store.ScheduleState, comp compiled, ahead time.Duration) (time.Time, error) {
 	if st.Paused {
 		return time.Time{}, nil
@@ -193,8 +194,9 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 		done = p.missed
 	}
 	var err error
+	until := st.NowMs + (ahead + clockSlack).Milliseconds()
 	for _, t := range p.enqueue {
-		if err = c.enqueueTick(ctx, name, comp, t); err != nil {
+		if err = c.enqueueTick(ctx, name, comp, t, until); err != nil {
 			break
 		}
 		done, last = t, t
@@ -214,15 +216,29 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 	return last, err
 }
 
-// enqueueTick enqueues the job of schedule name's tick at t, unless it was enqueued before.
-func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time) error {
+// clockSlack is how far apart the clocks of the Redis servers that hold a schedule and its
+// ticks' partitions (Cluster shards) may be without failing a look: a tick is not enqueued
+// when the clock of its partition's server is past the time the schedule was read, by its
+// server's clock, plus the look-ahead and clockSlack.
+const clockSlack = time.Second
+
+// errLookTooLate is enqueueTicks' failure when the look took longer than its look-ahead.
+var errLookTooLate = errors.New("delayq: the look outlasted its look-ahead; the next look enqueues the ticks")
+
+// enqueueTick enqueues the job of schedule name's tick at t, unless it was enqueued before, or
+// the Redis server's clock is past untilMs: the schedule read then may have been paused,
+// changed or deleted since.
+func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time, untilMs int64) error {
 	j := comp.job
 	j.ID, j.RunAtMs = TickID(name, t), t.UnixMilli()
 	n, err := c.partitions(ctx, comp.topic, true)
 	if err != nil {
 		return err
 	}
-	_, err = c.store.EnqueueTick(ctx, c.store.Partition(comp.topic, keys.PartitionOf(j.ID, n)), name, j)
+	out, err := c.store.EnqueueTick(ctx, c.store.Partition(comp.topic, keys.PartitionOf(j.ID, n)), name, j, untilMs)
+	if err == nil && out == store.TickTooLate {
+		err = errLookTooLate
+	}
 	return err
 }
 

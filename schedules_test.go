@@ -395,3 +395,37 @@ func TestReplaceEnqueuesNoTickOfThePast(t *testing.T) {
 		})
 	}
 }
+
+// A Scheduler that stalls between reading a schedule and enqueueing its ticks (a process
+// stopped for a minute) enqueues nothing when it goes on: the schedule was paused meanwhile,
+// and its look is older than the look-ahead.
+func TestStalledLookEnqueuesNothingAfterAPause(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t"})
+	advance(c, 10*time.Second)
+	st, err := c.store.Schedule(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, comp, err := c.loadSchedule("s", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Stats(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PauseSchedule(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	advance(c, time.Minute)
+	last, err := c.enqueueTicks(ctx, "s", st, comp, defaultLookahead)
+	if !last.IsZero() {
+		t.Errorf("the stalled look enqueued ticks up to %v (%v), after the pause", last, err)
+	}
+	if after, _ := c.Stats(ctx, "t"); after.Ready+after.Delayed != before.Ready+before.Delayed {
+		t.Errorf("counts %+v after the stalled look, %+v before", after, before)
+	}
+}
