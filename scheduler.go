@@ -95,7 +95,7 @@ func (s *Scheduler) look(ctx context.Context) {
 			if st == nil {
 				continue
 			}
-			_, comp, err := s.c.loadSchedule(batch[i], *st)
+			_, comp, err := s.c.readSchedule(batch[i], *st)
 			if err == nil {
 				_, err = s.c.enqueueTicks(ctx, batch[i], *st, comp, s.cfg.Lookahead)
 			}

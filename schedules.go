@@ -149,8 +149,18 @@ func scheduleNotFound(err error, name string) error {
 	return err
 }
 
-// loadSchedule reads a stored schedule.
+// loadSchedule reads a stored schedule, with its next runs.
 func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, compiled, error) {
+	sch, comp, err := c.readSchedule(name, st)
+	if err == nil && !st.Paused {
+		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(st.NowMs).UTC(), nextRunsShown)
+	}
+	return sch, comp, err
+}
+
+// readSchedule reads a stored schedule without its next runs, which a Scheduler's look does
+// not need: for a rare calendar schedule (Feb 29) they cost more than the rest of the look.
+func (c *Client) readSchedule(name string, st store.ScheduleState) (*Schedule, compiled, error) {
 	var rec scheduleRecord
 	if err := json.Unmarshal(st.Def, &rec); err != nil {
 		return nil, compiled{}, fmt.Errorf("delayq: stored schedule %q: %w", name, err)
@@ -172,9 +182,6 @@ func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, c
 	}
 	if st.LastTickMs != 0 {
 		sch.LastTick = time.UnixMilli(st.LastTickMs).UTC()
-	}
-	if !st.Paused {
-		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(st.NowMs).UTC(), nextRunsShown)
 	}
 	return sch, comp, nil
 }

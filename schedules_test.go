@@ -429,3 +429,27 @@ func TestStalledLookEnqueuesNothingAfterAPause(t *testing.T) {
 		t.Errorf("counts %+v after the stalled look, %+v before", after, before)
 	}
 }
+
+// BenchmarkSchedulerLook is one look of a Scheduler at 1,000 schedules with nothing due: the
+// cost every server pays each second when idle.
+func BenchmarkSchedulerLook(b *testing.B) {
+	c, _ := newTestClient(b, Config{})
+	ctx := testContext(b)
+	crons := []string{"@hourly", "0 0 29 2 *", "@every 1h", "*/5 * * * *"}
+	zones := []string{"Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu", ""}
+	for i := range 1000 {
+		spec := ScheduleSpec{Cron: crons[i%len(crons)], TimeZone: zones[i%len(zones)], Topic: "t"}
+		if _, _, err := c.PutSchedule(ctx, fmt.Sprint("s", i), spec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, err := NewScheduler(c, SchedulerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.look(ctx)
+	b.ResetTimer()
+	for range b.N {
+		s.look(ctx)
+	}
+}
