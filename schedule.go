@@ -16,8 +16,8 @@ import (
 type ScheduleSpec struct {
 	// Cron says when the schedule ticks: five fields (minute, hour, day of month, month, day of
 	// week), such as "*/5 * * * *" or "0 9 * * MON-FRI", or a descriptor: @yearly, @monthly,
-	// @weekly, @daily, @hourly, or @every <interval> for a fixed interval of whole seconds, at
-	// least 1s, such as "@every 30s". Parsed by github.com/robfig/cron/v3.
+	// @weekly, @daily, @hourly, or @every <interval> for a fixed interval of whole seconds, from
+	// 1s to ten years (87600h), such as "@every 30s". Parsed by github.com/robfig/cron/v3.
 	Cron string
 	// TimeZone is the IANA time zone the five fields are read in, such as "Europe/Berlin".
 	// Defaults to UTC. Across a daylight-saving change the wall clock decides, as robfig/cron
@@ -29,8 +29,8 @@ type ScheduleSpec struct {
 	// Job is the template of each tick's job. Its ID, Delay and RunAt must be empty: a tick's
 	// job has the id TickID(name, tick) and is due at the tick.
 	Job Spec
-	// StartAt, when set, is the earliest time the schedule ticks; an @every schedule ticks at
-	// StartAt and every interval after it. Without it, an @every schedule first ticks one
+	// StartAt, when set, is the earliest time the schedule ticks, at most Limits.MaxDelay ahead;
+	// an @every schedule ticks at StartAt and every interval after it. Without it, an @every schedule first ticks one
 	// interval after it was created (in whole seconds).
 	StartAt time.Time
 	// EndAt, when set, is the latest time the schedule ticks.
@@ -110,6 +110,10 @@ func (s ScheduleSpec) compile(l Limits, created time.Time) (compiled, error) {
 	if err != nil {
 		return c, err
 	}
+	// As for a job's run_at: a schedule's next runs then stay within the times the API writes.
+	if time.Until(s.StartAt) > l.MaxDelay {
+		return c, invalid("start_at", "%s is more than %s ahead", s.StartAt.Format(time.RFC3339Nano), ms(l.MaxDelay))
+	}
 	if err := ValidateTopic(s.Topic); err != nil {
 		return c, err
 	}
@@ -177,6 +181,10 @@ func (s ScheduleSpec) template(l Limits) (store.NewJob, error) {
 // maxCron is the longest cron expression, in bytes.
 const maxCron = 256
 
+// maxEvery is the longest @every interval, ten years: a schedule's next ticks, counted from its
+// first in a Duration, stay within its 292 years.
+const maxEvery = 10 * 365 * 24 * time.Hour
+
 // cronParser reads standard five-field expressions and descriptors.
 var cronParser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
@@ -210,6 +218,8 @@ func parseCron(expr, tz string) (when cron.Schedule, every time.Duration, err er
 			return nil, 0, invalid("cron", "%q: the interval %v is under 1s", expr, d)
 		case d%time.Second != 0:
 			return nil, 0, invalid("cron", "%q: the interval %v is not a whole number of seconds", expr, d)
+		case d > maxEvery:
+			return nil, 0, invalid("cron", "%q: the interval %v is longer than %v", expr, d, maxEvery)
 		}
 	}
 	sched, err := cronParser.Parse(expr)

@@ -79,17 +79,23 @@ func (s *Scheduler) look(ctx context.Context) {
 	}
 	for len(names) > 0 {
 		batch := names[:min(lookBatch, len(names))]
-		names = names[len(batch):]
+		read := time.Now()
 		states, err := s.c.store.Schedules(ctx, batch)
 		if err != nil {
 			s.logFailure(ctx, "reading schedules failed", "err", err)
 			return
 		}
 		for i, st := range states {
+			// A state older than the look-ahead enqueues nothing (enqueueTicks): in a slow
+			// look, the rest of the batch is read again.
+			if i > 0 && time.Since(read) > s.cfg.Lookahead/2 {
+				break
+			}
+			names = names[1:]
 			if st == nil {
 				continue
 			}
-			_, comp, err := s.c.loadSchedule(batch[i], *st)
+			_, comp, err := s.c.readSchedule(batch[i], *st)
 			if err == nil {
 				_, err = s.c.enqueueTicks(ctx, batch[i], *st, comp, s.cfg.Lookahead)
 			}

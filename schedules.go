@@ -24,10 +24,10 @@ const defaultLookahead = 3 * time.Second
 // PutSchedule creates schedule name, or replaces its definition, and reports whether it created
 // it. A new schedule first ticks after it was created. A replaced one keeps its pause and its
 // last tick, and the jobs of ticks enqueued already stay as they are: the new definition
-// applies from the first tick not yet enqueued (ticks are enqueued a few seconds ahead of
-// time). PutSchedule then enqueues the ticks due within the next few seconds itself, so that
-// the first one is on time even before a Scheduler looks; a failure to do so is logged and left
-// to the Schedulers.
+// applies from the first tick after now not yet enqueued (ticks are enqueued a few seconds
+// ahead of time); its ticks before the replace are not missed ones. PutSchedule then enqueues
+// the ticks due within the next few seconds itself, so that the first one is on time even
+// before a Scheduler looks; a failure to do so is logged and left to the Schedulers.
 func (c *Client) PutSchedule(ctx context.Context, name string, s ScheduleSpec) (*Schedule, bool, error) {
 	if err := ValidateScheduleName(name); err != nil {
 		return nil, false, err
@@ -149,8 +149,18 @@ func scheduleNotFound(err error, name string) error {
 	return err
 }
 
-// loadSchedule reads a stored schedule.
+// loadSchedule reads a stored schedule, with its next runs.
 func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, compiled, error) {
+	sch, comp, err := c.readSchedule(name, st)
+	if err == nil && !st.Paused {
+		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(st.NowMs).UTC(), nextRunsShown)
+	}
+	return sch, comp, err
+}
+
+// readSchedule reads a stored schedule without its next runs, which a Scheduler's look does
+// not need: for a rare calendar schedule (Feb 29) they cost more than the rest of the look.
+func (c *Client) readSchedule(name string, st store.ScheduleState) (*Schedule, compiled, error) {
 	var rec scheduleRecord
 	if err := json.Unmarshal(st.Def, &rec); err != nil {
 		return nil, compiled{}, fmt.Errorf("delayq: stored schedule %q: %w", name, err)
@@ -173,16 +183,14 @@ func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, c
 	if st.LastTickMs != 0 {
 		sch.LastTick = time.UnixMilli(st.LastTickMs).UTC()
 	}
-	if !st.Paused {
-		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(st.NowMs).UTC(), nextRunsShown)
-	}
 	return sch, comp, nil
 }
 
 // enqueueTicks does one look at schedule name, as read in st (ticker.plan): it enqueues the
 // ticks due within ahead of the server's clock, and the latest missed tick under MissedLatest,
 // then moves the schedule's cursor past the ticks it dealt with. It returns the latest tick it
-// enqueued (or found enqueued), zero when none.
+// enqueued (or found enqueued), zero when none. Ticks it comes to when st is older than ahead
+// (and clockSlack) are not enqueued (errLookTooLate): the schedule may have been paused, changed or deleted.
 func (c *Client) enqueueTicks(ctx context.Context, name string, st store.ScheduleState, comp compiled, ahead time.Duration) (time.Time, error) {
 	if st.Paused {
 		return time.Time{}, nil
@@ -193,8 +201,9 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 		done = p.missed
 	}
 	var err error
+	until := st.NowMs + (ahead + clockSlack).Milliseconds()
 	for _, t := range p.enqueue {
-		if err = c.enqueueTick(ctx, name, comp, t); err != nil {
+		if err = c.enqueueTick(ctx, name, comp, t, until); err != nil {
 			break
 		}
 		done, last = t, t
@@ -214,15 +223,29 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 	return last, err
 }
 
-// enqueueTick enqueues the job of schedule name's tick at t, unless it was enqueued before.
-func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time) error {
+// clockSlack is how far apart the clocks of the Redis servers that hold a schedule and its
+// ticks' partitions (Cluster shards) may be without failing a look: a tick is not enqueued
+// when the clock of its partition's server is past the time the schedule was read, by its
+// server's clock, plus the look-ahead and clockSlack.
+const clockSlack = time.Second
+
+// errLookTooLate is enqueueTicks' failure when the look took longer than its look-ahead.
+var errLookTooLate = errors.New("delayq: the look outlasted its look-ahead; the next look enqueues the ticks")
+
+// enqueueTick enqueues the job of schedule name's tick at t, unless it was enqueued before, or
+// the Redis server's clock is past untilMs: the schedule read then may have been paused,
+// changed or deleted since.
+func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time, untilMs int64) error {
 	j := comp.job
 	j.ID, j.RunAtMs = TickID(name, t), t.UnixMilli()
 	n, err := c.partitions(ctx, comp.topic, true)
 	if err != nil {
 		return err
 	}
-	_, err = c.store.EnqueueTick(ctx, c.store.Partition(comp.topic, keys.PartitionOf(j.ID, n)), name, j)
+	out, err := c.store.EnqueueTick(ctx, c.store.Partition(comp.topic, keys.PartitionOf(j.ID, n)), name, j, untilMs)
+	if err == nil && out == store.TickTooLate {
+		err = errLookTooLate
+	}
 	return err
 }
 

@@ -368,3 +368,88 @@ func TestSchedulesOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// A schedule replaced by one that ticks more often, while Schedulers ran all along, starts
+// ticking after the replace: the new definition's ticks before it did not pass unseen, so none
+// is enqueued as missed.
+func TestReplaceEnqueuesNoTickOfThePast(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []MissedPolicy{MissedLatest, MissedSkip} {
+		t.Run(string(policy), func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "0 0 1 1 *", Topic: "t", Missed: policy, StartAt: time.Now().AddDate(1, 0, 0)})
+			advance(c, 10*time.Minute)
+			look(t, c) // a Scheduler looks: no tick is due
+			mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "* * * * *", Topic: "t", Missed: policy})
+			look(t, c)
+			got, err := c.GetSchedule(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A tick after the replace may be due within the look-ahead already.
+			if !got.LastTick.IsZero() && !got.LastTick.After(got.UpdatedAt) {
+				t.Errorf("the tick %v was enqueued, before the replace at %v", got.LastTick, got.UpdatedAt)
+			}
+		})
+	}
+}
+
+// A Scheduler that stalls between reading a schedule and enqueueing its ticks (a process
+// stopped for a minute) enqueues nothing when it goes on: the schedule was paused meanwhile,
+// and its look is older than the look-ahead.
+func TestStalledLookEnqueuesNothingAfterAPause(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t"})
+	advance(c, 10*time.Second)
+	st, err := c.store.Schedule(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, comp, err := c.loadSchedule("s", st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.Stats(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PauseSchedule(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	advance(c, time.Minute)
+	last, err := c.enqueueTicks(ctx, "s", st, comp, defaultLookahead)
+	if !last.IsZero() {
+		t.Errorf("the stalled look enqueued ticks up to %v (%v), after the pause", last, err)
+	}
+	if after, _ := c.Stats(ctx, "t"); after.Ready+after.Delayed != before.Ready+before.Delayed {
+		t.Errorf("counts %+v after the stalled look, %+v before", after, before)
+	}
+}
+
+// BenchmarkSchedulerLook is one look of a Scheduler at 1,000 schedules with nothing due: the
+// cost every server pays each second when idle.
+func BenchmarkSchedulerLook(b *testing.B) {
+	c, _ := newTestClient(b, Config{})
+	ctx := testContext(b)
+	crons := []string{"@hourly", "0 0 29 2 *", "@every 1h", "*/5 * * * *"}
+	zones := []string{"Europe/Berlin", "Australia/Lord_Howe", "Asia/Kathmandu", ""}
+	for i := range 1000 {
+		spec := ScheduleSpec{Cron: crons[i%len(crons)], TimeZone: zones[i%len(zones)], Topic: "t"}
+		if _, _, err := c.PutSchedule(ctx, fmt.Sprint("s", i), spec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, err := NewScheduler(c, SchedulerConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.look(ctx)
+	b.ResetTimer()
+	for range b.N {
+		s.look(ctx)
+	}
+}

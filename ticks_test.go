@@ -114,6 +114,27 @@ func TestTicksOfAnInterval(t *testing.T) {
 	}
 }
 
+// An interval of up to ten years ticks forward, one interval apart; a longer one, whose ticks a
+// Duration counted from the first could not reach, is refused rather than ticking back in time.
+func TestTicksOfALongInterval(t *testing.T) {
+	t.Parallel()
+	created := utc("2026-05-01T10:00:00Z")
+	k := mustTicker(t, ScheduleSpec{Cron: "@every 87600h"}, created)
+	ticks := k.upcoming(created, nextRunsShown)
+	for i := 1; i < len(ticks); i++ {
+		if ticks[i].Sub(ticks[i-1]) != k.every {
+			t.Fatalf("ticks %v are not one interval apart", ticks)
+		}
+	}
+	for _, every := range []string{"@every 87601h", "@every 1000000h", "@every 2562047h"} {
+		err := ScheduleSpec{Cron: every, Topic: "t"}.Validate(Limits{})
+		var inv *InvalidError
+		if !errors.As(err, &inv) || inv.Field != "cron" {
+			t.Errorf("%s: %v, want the cron refused", every, err)
+		}
+	}
+}
+
 func TestStartAndEndBoundACalendarSchedule(t *testing.T) {
 	t.Parallel()
 	k := mustTicker(t, ScheduleSpec{Cron: "0 * * * *", StartAt: utc("2026-06-01T08:00:00Z"), EndAt: utc("2026-06-01T09:59:00Z")}, utc("2026-01-01T00:00:00Z"))
@@ -220,6 +241,7 @@ func TestScheduleValidation(t *testing.T) {
 			s.StartAt, s.EndAt = utc("2026-06-01T00:00:00Z"), utc("2026-05-01T00:00:00Z")
 		}, "end_at", "not after start_at"},
 		{"missed", func(s *ScheduleSpec) { s.Missed = "all" }, "missed", `"latest" or "skip"`},
+		{"start past the longest delay", func(s *ScheduleSpec) { s.StartAt = time.Now().AddDate(11, 0, 0) }, "start_at", "ahead"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := ok

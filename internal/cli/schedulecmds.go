@@ -51,7 +51,7 @@ last tick; the jobs of ticks enqueued already (a few seconds ahead) stay as they
 
 --cron takes five fields (minute, hour, day of month, month, day of week) or a descriptor:
 @yearly, @monthly, @weekly, @daily, @hourly, or "@every <interval>" with an interval of whole
-seconds, at least 1s.`),
+seconds, from 1s to ten years (87600h).`),
 		Example: `  delayq schedule put nightly-report --cron '30 2 * * *' --timezone Europe/Berlin --topic reports --body '{"kind":"nightly"}'
   delayq schedule put heartbeat --cron '@every 30s' --topic pings --missed skip`,
 		Args: cobra.ExactArgs(1),

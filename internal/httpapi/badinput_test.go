@@ -228,6 +228,8 @@ var badCases = []badCase{
 	{"schedule cron too long", "PUT", "/v1/schedules/s", "", `{"cron": "` + strings.Repeat("*", 257) + `", "topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
 	{"schedule interval under 1 s", "PUT", "/v1/schedules/s", "", `{"cron": "@every 500ms", "topic": "t"}`, false, 400, codeInvalid, "under 1s"},
 	{"schedule interval in part seconds", "PUT", "/v1/schedules/s", "", `{"cron": "@every 1500ms", "topic": "t"}`, false, 400, codeInvalid, "whole number of seconds"},
+	{"schedule interval over ten years", "PUT", "/v1/schedules/s", "", `{"cron": "@every 1000000h", "topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
+	{"schedule start_at in the year 9999", "PUT", "/v1/schedules/s", "", `{"cron": "@every 1s", "topic": "t", "start_at": "9999-12-31T23:59:59Z"}`, false, 400, codeInvalid, "invalid start_at"},
 	{"schedule cron never ticks", "PUT", "/v1/schedules/s", "", `{"cron": "0 0 30 2 *", "topic": "t"}`, false, 400, codeInvalid, "never ticks"},
 	{"schedule unknown time zone", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "timezone": "Mars/Olympus", "topic": "t"}`, false, 400, codeInvalid, "invalid timezone"},
 	{"schedule without cron", "PUT", "/v1/schedules/s", "", `{"topic": "t"}`, false, 400, codeInvalid, "invalid cron"},

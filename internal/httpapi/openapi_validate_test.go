@@ -65,6 +65,8 @@ var beyondSchema = map[string]string{
 	"schedule interval under 1 s":                     "a cron expression's meaning is not a schema's",
 	"schedule interval in part seconds":               "a cron expression's meaning is not a schema's",
 	"schedule cron never ticks":                       "a cron expression's meaning is not a schema's",
+	"schedule interval over ten years":                "a cron expression's meaning is not a schema's",
+	"schedule start_at in the year 9999":              "a time's range is not a schema's",
 	"schedule unknown time zone":                      "the time zone database",
 	"schedule job body over limit":                    "the test server's body limit is smaller than the default",
 	"schedule end before start":                       "a time's range is not a schema's",

@@ -174,17 +174,19 @@ const (
 	TickDoneBefore TickOutcome = 0 // the tick, or a later one, was enqueued before: nothing added
 	TickAdded      TickOutcome = 1 // the job was added
 	TickIDTaken    TickOutcome = 2 // a job with the tick's id exists: nothing added
+	TickTooLate    TickOutcome = 3 // past the latest time given: nothing added or marked
 )
 
 // EnqueueTick adds job j, due at tickMs, to partition p as the job of schedule name's tick
 // tickMs, unless the partition has had that tick or a later one of the schedule (tick.lua).
-// j.ID must be the tick's id and j.RunAtMs the tick.
-func (s *Store) EnqueueTick(ctx context.Context, p keys.Partition, name string, j NewJob) (TickOutcome, error) {
+// j.ID must be the tick's id and j.RunAtMs the tick. When untilMs is not 0 and the Redis
+// server's clock is past it, nothing is added: TickTooLate.
+func (s *Store) EnqueueTick(ctx context.Context, p keys.Partition, name string, j NewJob, untilMs int64) (TickOutcome, error) {
 	lane := "0"
 	if j.Callback != "" {
 		lane = "1"
 	}
-	c := write(p, NewCallID(), name, j.RunAtMs, j.ID, lane, recordHead(j), recordTail(j))
+	c := write(p, NewCallID(), name, j.RunAtMs, j.ID, lane, recordHead(j), recordTail(j), untilMs)
 	c.keys = append(c.keys, p.Ticks())
 	vals, err := s.run(ctx, tickScript, c).Int64Slice()
 	if err != nil {

@@ -24,7 +24,7 @@ func TestTickIsEnqueuedOnce(t *testing.T) {
 	try := func(id string, ms int64, want TickOutcome) {
 		t.Helper()
 		schedule, _, _ := strings.Cut(id, "@")
-		got, err := s.EnqueueTick(ctx, p, schedule, tickJob(id, ms))
+		got, err := s.EnqueueTick(ctx, p, schedule, tickJob(id, ms), 0)
 		if err != nil || got != want {
 			t.Fatalf("EnqueueTick(%s): %v, %v; want %v", id, got, err, want)
 		}
@@ -42,6 +42,15 @@ func TestTickIsEnqueuedOnce(t *testing.T) {
 	try("s@1", tick-1000, TickDoneBefore)
 	try("s@3", tick+1000, TickAdded)
 
+	// Past the latest time given, a tick is neither added nor marked.
+	if got, err := s.EnqueueTick(ctx, p, "s", tickJob("s@4", tick+2000), 1); err != nil || got != TickTooLate {
+		t.Fatalf("EnqueueTick(s@4) too late: %v, %v; want %v", got, err, TickTooLate)
+	}
+	try("s@4", tick+2000, TickAdded)
+	if err := s.Cancel(ctx, p, "s@4"); err != nil {
+		t.Fatal(err)
+	}
+
 	// Another schedule has its own mark; a job that holds the tick's id already is left as it is.
 	enqueueOne(t, s, p, "other@1", 0)
 	try("other@1", tick, TickIDTaken)
@@ -56,7 +65,7 @@ func TestTickReplayAnswersTheFirstOutcome(t *testing.T) {
 	s, p := newTestStore(t)
 	ctx := testCtx(t)
 	j := tickJob("s@1", 4_000_000_000_000)
-	call := write(p, NewCallID(), "s", j.RunAtMs, j.ID, "0", recordHead(j), recordTail(j))
+	call := write(p, NewCallID(), "s", j.RunAtMs, j.ID, "0", recordHead(j), recordTail(j), 0)
 	call.keys = append(call.keys, p.Ticks())
 	first, err := s.run(ctx, tickScript, call).Int64Slice()
 	if err != nil {
@@ -82,8 +91,8 @@ func TestScheduleState(t *testing.T) {
 	}
 	s.SetClockOffset(5000)
 	again, created, err := s.PutSchedule(ctx, "daily", []byte(`{"v":2}`))
-	if err != nil || created || again.CreatedMs != st.CreatedMs || again.CursorMs != st.CursorMs || string(again.Def) != `{"v":2}` || again.UpdatedMs < st.CreatedMs+5000 {
-		t.Fatalf("a second put: %+v, created %v, %v; want the definition replaced, the rest kept", again, created, err)
+	if err != nil || created || again.CreatedMs != st.CreatedMs || again.CursorMs != again.UpdatedMs || string(again.Def) != `{"v":2}` || again.UpdatedMs < st.CreatedMs+5000 {
+		t.Fatalf("a second put: %+v, created %v, %v; want the definition replaced, the cursor moved to now, the rest kept", again, created, err)
 	}
 
 	// The cursor and the last tick only grow, and only for the schedule the caller read.
