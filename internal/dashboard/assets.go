@@ -100,6 +100,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"bytes":          humanBytes,
 	"count":          stateCount,
 	"args":           actionArgs,
+	"limits":         limitsText,
+	"topicArgs":      topicControlsArgs,
 }).ParseFS(templateFiles, "templates/*.html"))
 
 // stateCount is a topic's count of jobs in state.
@@ -143,3 +145,11 @@ type scheduleButton struct {
 func scheduleActionArgs(v *view, name, action, label string) scheduleButton {
 	return scheduleButton{v, name, action, label}
 }
+
+// topicControls is what the "topic-controls" template gets: a topic's pause and limits.
+type topicControls struct {
+	View  *view
+	Stats *delayq.TopicStats
+}
+
+func topicControlsArgs(v *view, s *delayq.TopicStats) topicControls { return topicControls{v, s} }

@@ -138,6 +138,32 @@ func TestBrowserPausesASchedule(t *testing.T) {
 	}
 }
 
+func TestBrowserPausesAndResumesATopic(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("orders", delayq.Spec{ID: "o1"})
+	tab := newTab(t)
+	do(t, tab,
+		chromedp.Navigate(s.url+"/topics/orders"),
+		chromedp.Click(chromedp.CSS("#topic-pause")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#done")),
+	)
+	if got := textOf(t, tab, "#topic-state"); got != "paused" || !s.topicStats("orders").Paused {
+		t.Errorf("after the pause the page says %q, the store %v", got, s.topicStats("orders").Paused)
+	}
+	do(t, tab,
+		chromedp.Click(chromedp.CSS("#topic-resume")),
+		chromedp.WaitVisible(chromedp.CSS("#confirm")),
+		chromedp.Click(chromedp.CSS("#confirm")),
+		chromedp.WaitVisible(chromedp.CSS("#topic-pause")),
+	)
+	if got := textOf(t, tab, "#topic-state"); got != "active" || s.topicStats("orders").Paused {
+		t.Errorf("after the resume the page says %q, the store %v", got, s.topicStats("orders").Paused)
+	}
+}
+
 func TestBrowserLogsInAndOut(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.Tokens = []string{"browser-token"} })

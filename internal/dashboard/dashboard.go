@@ -157,6 +157,7 @@ func (d *Dashboard) routes() {
 	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
 	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)
 	page("POST /topics/{topic}/dead/{action}", (*Dashboard).deadAction)
+	page("POST /topics/{topic}/{action}", (*Dashboard).topicAction)
 	page("GET /schedules", (*Dashboard).schedules)
 	page("GET /schedules/{name}", (*Dashboard).schedule)
 	page("POST /schedules/{name}/{action}", (*Dashboard).scheduleAction)

@@ -86,10 +86,7 @@ func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, v *vi
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	err := act(ctx, d.c, name)
-	n := 1
-	if err != nil {
-		n = 0
-	}
+	n := changed(err)
 	d.record(v.Who, "schedule-"+action, n, err, "schedule", name)
 	if err != nil {
 		return err
