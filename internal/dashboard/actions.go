@@ -49,7 +49,7 @@ type confirmData struct {
 	Post   string // where the form goes, escaped: never r.URL.Path, whose id is unescaped
 	// Schedule names the schedule of a schedule's action; Topic and IDs are then empty.
 	Schedule string
-	// OnTopic: the action is on the topic itself (pause, resume, limits), whose new limits,
+	// OnTopic: the action is on the topic itself (pause, resume, limits, delete), whose new limits,
 	// as typed, are Limits.
 	OnTopic bool
 	Limits  *limitsInput
@@ -168,7 +168,7 @@ func readDone(r *http.Request) *doneNote {
 	action := q.Get("done")
 	switch action {
 	case "cancel", "run-now", "reschedule", "requeue", "delete", "dead-requeue", "dead-delete",
-		"schedule-pause", "schedule-resume", "schedule-delete", "topic-pause", "topic-resume", "topic-limits":
+		"schedule-pause", "schedule-resume", "schedule-delete", "topic-pause", "topic-resume", "topic-limits", "topic-delete":
 	default:
 		return nil
 	}

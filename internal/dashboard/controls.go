@@ -63,10 +63,16 @@ var topicActions = map[string]func(ctx context.Context, c *delayq.Client, topic 
 	"limits": func(ctx context.Context, c *delayq.Client, topic string, l delayq.TopicLimits) error {
 		return c.SetTopicLimits(ctx, topic, l)
 	},
+	// delete deletes an empty topic only: one that holds jobs is a *delayq.NotEmptyError.
+	"delete": func(ctx context.Context, c *delayq.Client, topic string, _ delayq.TopicLimits) error {
+		_, err := c.DeleteTopic(ctx, topic, delayq.DeleteTopicOptions{})
+		return err
+	},
 }
 
-// topicAction is POST /topics/{topic}/{pause|resume|limits}: without confirm=yes it shows a
-// confirmation; with it, it acts and goes back to the topic.
+// topicAction is POST /topics/{topic}/{pause|resume|limits|delete}: without confirm=yes it
+// shows a confirmation; with it, it acts and goes back to the topic, or to the overview after a
+// delete.
 func (d *Dashboard) topicAction(w http.ResponseWriter, r *http.Request, v *view) error {
 	topic, action := r.PathValue("topic"), r.PathValue("action")
 	act := topicActions[action]
@@ -94,7 +100,11 @@ func (d *Dashboard) topicAction(w http.ResponseWriter, r *http.Request, v *view)
 	if err != nil {
 		return err
 	}
-	http.Redirect(w, r, topicPath(topic)+"?done=topic-"+action+"&n="+strconv.Itoa(n), http.StatusSeeOther)
+	back := topicPath(topic)
+	if action == "delete" {
+		back = "/"
+	}
+	http.Redirect(w, r, back+"?done=topic-"+action+"&n="+strconv.Itoa(n), http.StatusSeeOther)
 	return nil
 }
 

@@ -134,19 +134,50 @@ func TestTopicLimitsRefused(t *testing.T) {
 	}
 }
 
+func TestTopicDelete(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("old", delayq.Spec{ID: "j", Delay: time.Hour})
+	page := "/topics/old"
+	ask := s.post(page+"/delete", url.Values{csrfField: {s.csrf(page)}})
+	wantContains(t, "the confirmation", ask.body, `Delete topic <strong>old</strong>, with its pause and limits?`, `id="confirm" class="danger"`)
+	a := s.act(page, page+"/delete", nil)
+	wantStatus(t, "deleting a topic with a job", a, http.StatusConflict)
+	if got := regexpFind(t, a.body, `id="error">([^<]*)<`); !strings.Contains(got, "holds 1 jobs (1 delayed, 0 ready, 0 reserved, 0 dead): delete them first") {
+		t.Errorf("refusal: %q", got)
+	}
+	s.topicStats("old") // still there
+	if err := s.client.Cancel(t.Context(), "old", "j"); err != nil {
+		t.Fatal(err)
+	}
+	a = s.act(page, page+"/delete", nil)
+	if a.header.Get("Location") != "/?done=topic-delete&n=1" {
+		t.Fatalf("delete: %d %q\n%s", a.status, a.header.Get("Location"), a.body)
+	}
+	overview := s.get("/?done=topic-delete&n=1").body
+	wantContains(t, "the overview", overview, `id="done">Deleted the topic.`)
+	if strings.Contains(overview, `data-topic="old"`) {
+		t.Error("the overview still lists the deleted topic")
+	}
+	wantStatus(t, "the deleted topic's page", s.get(page), http.StatusNotFound)
+	if n := actionCount(t, s, "topic-delete"); n != 1 {
+		t.Errorf("topic-delete counted %d times", n)
+	}
+}
+
 func TestReadOnlyHidesAndRefusesTopicActions(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.ReadOnly = true })
 	s.enqueue("t", delayq.Spec{ID: "j"})
 	page := s.get("/topics/t")
 	wantContains(t, "a read-only topic page", page.body, `id="topic-state">active`, `id="topic-partitions">4`)
-	for _, action := range []string{`id="topic-pause"`, `id="topic-resume"`, `id="topic-limits-set"`, `name="rate"`} {
+	for _, action := range []string{`id="topic-pause"`, `id="topic-resume"`, `id="topic-limits-set"`, `name="rate"`, `id="topic-delete"`} {
 		if strings.Contains(page.body, action) {
 			t.Errorf("the topic page shows %s on a read-only dashboard", action)
 		}
 	}
 	token := s.csrf("/")
-	for _, action := range []string{"pause", "resume", "limits"} {
+	for _, action := range []string{"pause", "resume", "limits", "delete"} {
 		a := s.post("/topics/t/"+action, url.Values{csrfField: {token}, "confirm": {"yes"}, "concurrency": {"8"}})
 		wantStatus(t, action, a, http.StatusForbidden)
 	}

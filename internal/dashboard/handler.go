@@ -95,11 +95,14 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, v *view, err er
 func statusOf(err error) (int, string) {
 	var he *httpError
 	var nf *delayq.NotFoundError
+	var ne *delayq.NotEmptyError
 	switch {
 	case errors.As(err, &he):
 		return he.status, he.msg
 	case errors.As(err, &nf):
 		return http.StatusNotFound, nf.Message()
+	case errors.As(err, &ne):
+		return http.StatusConflict, ne.Message()
 	case errors.Is(err, delayq.ErrNotFound):
 		return http.StatusNotFound, "not found"
 	case errors.Is(err, delayq.ErrInvalid):

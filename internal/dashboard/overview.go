@@ -19,6 +19,7 @@ type overviewData struct {
 	Redis     *redisFacts
 	Topics    topicsTable
 	Schedules int // how many schedules there are; the navigation links to them when any
+	Done      *doneNote
 }
 
 // topicsTable is the overview's table of topics, refreshed on its own.
@@ -62,7 +63,7 @@ func (d *Dashboard) overview(w http.ResponseWriter, r *http.Request, v *view) er
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	v.Title = "Overview"
-	v.Data = overviewData{Redis: readRedisFacts(ctx, d.redis, d.mode), Topics: table, Schedules: d.countSchedules(ctx)}
+	v.Data = overviewData{Redis: readRedisFacts(ctx, d.redis, d.mode), Topics: table, Schedules: d.countSchedules(ctx), Done: readDone(r)}
 	d.render(w, http.StatusOK, "overview", v)
 	return nil
 }
