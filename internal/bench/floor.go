@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -74,16 +75,18 @@ func (f *Floor) Open(ctx context.Context, topic string) (Queue, error) {
 }
 
 type floorQueue struct {
-	rdb  redis.UniversalClient
-	keys []string
-	pipe *pipeliner // nil: every call goes out on its own
+	rdb      redis.UniversalClient
+	keys     []string
+	pipe     *pipeliner   // nil: every call goes out on its own
+	produced atomic.Int64 // Produce calls so far: each names its jobs apart from the others'
 }
 
 func (q *floorQueue) MaxBatch() int { return 1000 }
 
 func (q *floorQueue) Produce(ctx context.Context, p Plan) (Produced, error) {
+	prefix := strconv.FormatInt(q.produced.Add(1), 10) + ":"
 	return produce(ctx, p, q.MaxBatch(), func(ctx context.Context, from, to int) error {
-		c := floorCall{plan: p, from: from, to: to}
+		c := floorCall{plan: p, from: from, to: to, prefix: prefix}
 		if q.pipe != nil {
 			return q.pipe.do(ctx, c)
 		}
@@ -95,13 +98,13 @@ func (q *floorQueue) Produce(ctx context.Context, p Plan) (Produced, error) {
 // call's error.
 func (q *floorQueue) send(ctx context.Context, calls []floorCall) []error {
 	if c := calls[0]; len(calls) == 1 && c.to-c.from == 1 {
-		return []error{floorScript.EvalSha(ctx, q.rdb, q.keys, strconv.Itoa(c.from), Body(c.from), c.delay(c.from)).Err()}
+		return []error{floorScript.EvalSha(ctx, q.rdb, q.keys, c.id(c.from), Body(c.from), c.delay(c.from)).Err()}
 	}
 	cmds := make([][]redis.Cmder, len(calls))
 	_, err := q.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for k, c := range calls {
 			for i := c.from; i < c.to; i++ {
-				cmds[k] = append(cmds[k], floorScript.EvalSha(ctx, pipe, q.keys, strconv.Itoa(i), Body(i), c.delay(i)))
+				cmds[k] = append(cmds[k], floorScript.EvalSha(ctx, pipe, q.keys, c.id(i), Body(i), c.delay(i)))
 			}
 		}
 		return nil
@@ -131,7 +134,11 @@ func (q *floorQueue) Close(context.Context) error { return nil }
 type floorCall struct {
 	plan     Plan
 	from, to int
+	prefix   string // the Produce call's, so that its jobs are new ones
 }
+
+// id returns job i's id.
+func (c floorCall) id(i int) string { return c.prefix + strconv.Itoa(i) }
 
 // delay returns job i's delay in whole milliseconds, as the script takes it.
 func (c floorCall) delay(i int) string {

@@ -3,10 +3,13 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/redistest"
 )
 
 // TestPipelinerGroupsConcurrentCalls checks that calls arriving while a pipeline is in flight
@@ -47,5 +50,29 @@ func TestPipelinerGroupsConcurrentCalls(t *testing.T) {
 	}
 	if m := most.Load(); m != 1 {
 		t.Errorf("%d pipelines in flight at once, want 1", m)
+	}
+}
+
+// TestFloorJobsOfEveryProduceAreNew enqueues twice through one floor queue: the second batch
+// must add jobs, not overwrite the first batch's, or the scaling scenario's backlog would not
+// grow under the probe.
+func TestFloorJobsOfEveryProduceAreNew(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.Standalone(t).Client(t)
+	ctx := context.Background()
+	for _, pipelined := range []bool{false, true} {
+		q, err := (&Floor{RDB: rdb, Pipelined: pipelined}).Open(ctx, fmt.Sprint("new-", pipelined))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if _, err := q.Produce(ctx, Plan{N: 50, Producers: 4, Delay: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		fq := q.(*floorQueue)
+		if n, err := rdb.ZCard(ctx, fq.keys[1]).Result(); err != nil || n != 100 {
+			t.Errorf("pipelined %v: %d jobs after two batches of 50, %v; want 100", pipelined, n, err)
+		}
 	}
 }
