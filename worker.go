@@ -21,6 +21,11 @@ import (
 // stopped by force or when the job's lease is lost.
 type Handler func(ctx context.Context, job *Job) error
 
+// Middleware wraps a Handler: it may act before and after it, give it another context, or
+// change its error. Worker.Use puts middleware around every topic's handler; the package
+// github.com/delayq/delayq/middleware has ready-made ones.
+type Middleware func(Handler) Handler
+
 // RetryIn returns an error that makes a Handler's job due again after d instead of its backoff step.
 func RetryIn(d time.Duration, err error) error { return &handlerError{err: err, delay: &d} }
 
@@ -56,8 +61,9 @@ type Worker struct {
 	log   *slog.Logger
 	slots chan struct{} // a token per free handler slot
 
-	mu       sync.Mutex
-	handlers map[string]Handler
+	mu         sync.Mutex
+	handlers   map[string]Handler
+	middleware []Middleware // outermost first
 	started  bool
 	running  map[*Job]context.CancelFunc
 	baseCtx  context.Context // Start's ctx without its cancellation: the handlers' parent
@@ -128,6 +134,32 @@ func (w *Worker) Handle(topic string, h Handler) error {
 	return nil
 }
 
+// Use puts mw around the handler of every topic, registered before or after, the first given
+// outermost; middleware added by earlier calls stays outside it. Call it before Start. A panic
+// in middleware is caught as one in a handler is: the job is nacked with the panic's text.
+func (w *Worker) Use(mw ...Middleware) error {
+	for _, m := range mw {
+		if m == nil {
+			return invalid("middleware", "must not be nil")
+		}
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("delayq: Use after Start: middleware goes around handlers before they run")
+	}
+	w.middleware = append(w.middleware, mw...)
+	return nil
+}
+
+// wrapped returns h inside the Worker's middleware.
+func (w *Worker) wrapped(h Handler) Handler {
+	for i := len(w.middleware) - 1; i >= 0; i-- {
+		h = w.middleware[i](h)
+	}
+	return h
+}
+
 // Start begins fetching and running jobs of every registered topic and returns at once. The
 // handlers' contexts carry ctx's values; ending ctx does not stop the Worker or its handlers:
 // Stop does.
@@ -151,6 +183,7 @@ func (w *Worker) Start(ctx context.Context) error {
 
 // startFetch starts the fetch loop of one topic, which finds the topic in Redis; w.mu is held.
 func (w *Worker) startFetch(topic string, h Handler) error {
+	h = w.wrapped(h) // the middleware is fixed once the Worker has started
 	t, lane, done, err := w.c.consumerTopic(topic, w.cfg.Push)
 	if err != nil {
 		return err

@@ -1,0 +1,205 @@
+package middleware_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
+	"github.com/delayq/delayq/middleware"
+)
+
+// testRedis is a redis-server of the package's tests, started by TestMain.
+var testRedis *redistest.Server
+
+func TestMain(m *testing.M) {
+	os.Exit(redistest.RunWithServer(m, &testRedis))
+}
+
+// startWorker runs a Worker on its own namespace with mw around h for topic "t".
+func startWorker(t *testing.T, h delayq.Handler, mw ...delayq.Middleware) *delayq.Client {
+	t.Helper()
+	ctx := context.Background()
+	rdb := testRedis.NewClient()
+	t.Cleanup(func() { rdb.Close() })
+	ns := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()) // a namespace of its own, also under -count
+	c, err := delayq.New(ctx, rdb, delayq.Config{Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	w, err := delayq.NewWorker(c, delayq.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Use(mw...); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("t", h); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Stop(context.Background()) })
+	return c
+}
+
+// waitDead waits until job id of topic "t" is dead and returns its last error.
+func waitDead(t *testing.T, c *delayq.Client, id string) string {
+	t.Helper()
+	var last string
+	testwait.ForNil(t, 20*time.Second, id+" dead", func() error {
+		j, err := c.Get(context.Background(), "t", id)
+		if err != nil {
+			return err
+		}
+		if j.State != delayq.StateDead {
+			return fmt.Errorf("%s is %s", id, j.State)
+		}
+		last = j.LastError
+		return nil
+	})
+	return last
+}
+
+func enqueue(t *testing.T, c *delayq.Client, id string) {
+	t.Helper()
+	if _, err := c.Enqueue(context.Background(), "t", delayq.Spec{ID: id, NoRetries: true}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTimeoutEndsAHandlerAndFailsItsJob(t *testing.T) {
+	t.Parallel()
+	c := startWorker(t, func(ctx context.Context, job *delayq.Job) error {
+		<-ctx.Done()
+		if job.ID == "ignores" {
+			return nil // a handler that does not report the end of its context
+		}
+		return context.Cause(ctx)
+	}, middleware.Timeout(50*time.Millisecond))
+	enqueue(t, c, "waits")
+	enqueue(t, c, "ignores")
+	for _, id := range []string{"waits", "ignores"} {
+		if last := waitDead(t, c, id); !strings.Contains(last, middleware.ErrTimeout.Error()) {
+			t.Errorf("%s: last error %q, want the timeout", id, last)
+		}
+	}
+}
+
+func TestLoggingSaysHowEachJobEnded(t *testing.T) {
+	t.Parallel()
+	var buf syncBuffer
+	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	c := startWorker(t, func(_ context.Context, job *delayq.Job) error {
+		if job.ID == "bad" {
+			return errors.New("no stock")
+		}
+		return nil
+	}, middleware.Logging(logger))
+	enqueue(t, c, "good")
+	enqueue(t, c, "bad")
+	waitDead(t, c, "bad")
+	testwait.For(t, 20*time.Second, "both log lines", func() bool {
+		out := buf.String()
+		return strings.Contains(out, "level=DEBUG msg=\"delayq: handler done\" topic=t id=good") &&
+			strings.Contains(out, "level=WARN msg=\"delayq: handler failed\" topic=t id=bad") &&
+			strings.Contains(out, "err=\"no stock\"")
+	})
+}
+
+func TestMetricsCountOutcomesByTopic(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	mw := middleware.Metrics(reg)
+	if again := middleware.Metrics(reg); again == nil { // a second one shares the histogram
+		t.Fatal("nil middleware")
+	}
+	c := startWorker(t, func(_ context.Context, job *delayq.Job) error {
+		switch job.ID {
+		case "bad":
+			return errors.New("failed")
+		case "panics":
+			panic("boom")
+		}
+		return nil
+	}, mw)
+	for _, id := range []string{"ok", "bad", "panics"} {
+		enqueue(t, c, id)
+	}
+	waitDead(t, c, "bad")
+	waitDead(t, c, "panics")
+	testwait.For(t, 20*time.Second, "a run of each outcome counted", func() bool {
+		n, err := testutil.GatherAndCount(reg, "delayq_worker_handler_duration_seconds")
+		return err == nil && n == 3
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the handlers' goroutines.
+type syncBuffer struct {
+	mu  chan struct{}
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) lock() {
+	if b.mu == nil {
+		b.mu = make(chan struct{}, 1)
+	}
+	b.mu <- struct{}{}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.lock()
+	defer func() { <-b.mu }()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.lock()
+	defer func() { <-b.mu }()
+	return b.buf.String()
+}
+
+func Example() {
+	ctx := context.Background()
+	rdb := testRedis.NewClient()
+	defer rdb.Close()
+	client, err := delayq.New(ctx, rdb, delayq.Config{Namespace: "example-middleware"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	worker, _ := delayq.NewWorker(client, delayq.WorkerConfig{})
+	// Around every handler: a log line per job, its duration and outcome in Prometheus, and at
+	// most a minute for each.
+	worker.Use(
+		middleware.Logging(slog.New(slog.DiscardHandler)),
+		middleware.Metrics(prometheus.NewRegistry()),
+		middleware.Timeout(time.Minute),
+	)
+	done := make(chan struct{})
+	worker.Handle("emails", func(ctx context.Context, job *delayq.Job) error {
+		fmt.Printf("sending %s\n", job.Body)
+		close(done)
+		return nil
+	})
+	worker.Start(ctx)
+	client.Enqueue(ctx, "emails", delayq.Spec{Body: []byte("welcome mail")})
+	<-done
+	worker.Stop(ctx)
+	// Output: sending welcome mail
+}
