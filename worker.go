@@ -64,10 +64,10 @@ type Worker struct {
 	mu         sync.Mutex
 	handlers   map[string]Handler
 	middleware []Middleware // outermost first
-	started  bool
-	running  map[*Job]context.CancelFunc
-	baseCtx  context.Context // Start's ctx without its cancellation: the handlers' parent
-	fetchCtx context.Context
+	started    bool
+	running    map[*Job]context.CancelFunc
+	baseCtx    context.Context // Start's ctx without its cancellation: the handlers' parent
+	fetchCtx   context.Context
 
 	fetchCancel context.CancelFunc
 	fetchers    sync.WaitGroup
