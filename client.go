@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delayq/delayq/internal/coalesce"
 	"github.com/delayq/delayq/internal/ids"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/tracing"
 	"github.com/delayq/delayq/internal/wake"
 )
 
@@ -105,6 +107,10 @@ type Config struct {
 	// settled lease ErrLeaseLost. Each recorded call costs Redis memory for
 	// the window (about 170 bytes). Defaults to 30s; negative keeps nothing (replays are then not safe).
 	ReplayWindow time.Duration
+	// TracerProvider makes the OpenTelemetry spans of enqueues, reserves, acks, nacks, releases
+	// and Worker deliveries (docs/observability.md). Nil: the global provider, as installed by
+	// otel.SetTracerProvider, which makes no spans until a program installs an SDK.
+	TracerProvider trace.TracerProvider
 }
 
 var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$`)
@@ -158,6 +164,7 @@ type Client struct {
 	cfg   Config
 	store *store.Store
 	log   *slog.Logger
+	trace tracing.Tracer
 	newID func() string // makes the ids of jobs enqueued without one
 
 	enqueuer *coalesce.Coalescer[enqueueReq, enqueueRes]
@@ -196,6 +203,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		cfg:    cfg,
 		store:  store.New(rdb, cfg.Namespace),
 		log:    cfg.Logger,
+		trace:  tracing.New(cfg.TracerProvider),
 		newID:  ids.New,
 		topics: make(map[string]*wake.Topic),
 		users:  make(map[*wake.Topic]int),

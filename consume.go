@@ -10,7 +10,11 @@ import (
 
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/tracing"
 	"github.com/delayq/delayq/internal/wake"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ReserveOptions shape a Reserve call. Zero fields take the defaults.
@@ -75,6 +79,17 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 	if err := o.Validate(c.cfg.Limits); err != nil {
 		return nil, err
 	}
+	if err := ValidateTopic(topic); err != nil {
+		return nil, err
+	}
+	ctx, span := c.trace.Start(ctx, tracing.Receive, topic)
+	jobs, err := c.reserve(ctx, topic, o)
+	span.SetAttributes(semconv.MessagingBatchMessageCount(len(jobs)))
+	tracing.End(span, err)
+	return jobs, err
+}
+
+func (c *Client) reserve(ctx context.Context, topic string, o ReserveOptions) ([]*Job, error) {
 	o = o.withDefaults()
 	t, lane, done, err := c.consumerState(ctx, topic, o.push)
 	if err != nil {
@@ -468,7 +483,9 @@ type Lease struct {
 
 // Ack marks a reserved job done and removes it. A lease that is not the job's current one is
 // ErrLeaseLost, and the job is left as it is. Concurrent calls share round trips to Redis.
-func (c *Client) Ack(ctx context.Context, l Lease) error {
+func (c *Client) Ack(ctx context.Context, l Lease) (err error) {
+	ctx, span := c.settleSpan(ctx, tracing.Ack, l)
+	defer func() { tracing.End(span, err) }()
 	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
 		return err
@@ -501,6 +518,11 @@ func (c *Client) Nack(ctx context.Context, l Lease, o NackOptions) (dead bool, e
 		}
 		delayMs = ceilMs(*o.Delay)
 	}
+	ctx, span := c.settleSpan(ctx, tracing.Nack, l)
+	defer func() {
+		span.SetAttributes(deadKey.Bool(dead))
+		tracing.End(span, err)
+	}()
 	o.Error = truncateUTF8(o.Error, maxErrorText)
 	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
@@ -528,12 +550,22 @@ func (c *Client) Touch(ctx context.Context, l Lease, ttr time.Duration) (time.Ti
 
 // Release gives a lease back unfinished: the job is due again at once and the attempt does not
 // count. Workers use it when they shut down.
-func (c *Client) Release(ctx context.Context, l Lease) error {
+func (c *Client) Release(ctx context.Context, l Lease) (err error) {
+	ctx, span := c.settleSpan(ctx, tracing.Release, l)
+	defer func() { tracing.End(span, err) }()
 	p, err := c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
 		return err
 	}
 	return c.store.Release(ctx, p, l.ID, l.Token)
+}
+
+// deadKey is the attribute of a nack span that says whether the job went dead.
+const deadKey = attribute.Key("delayq.job.dead")
+
+// settleSpan starts the span of an ack, nack or release of l.
+func (c *Client) settleSpan(ctx context.Context, op tracing.Op, l Lease) (context.Context, trace.Span) {
+	return c.trace.Start(ctx, op, l.Topic, semconv.MessagingMessageID(l.ID))
 }
 
 // maxErrorText bounds the error text a job keeps.

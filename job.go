@@ -76,6 +76,7 @@ type Job struct {
 	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
 	LeasedAt time.Time
 	DiedAt   time.Time // zero unless dead
+	Headers  map[string]string // TEMP until merge
 }
 
 // Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.

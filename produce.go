@@ -7,6 +7,8 @@ import (
 
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/tracing"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // Enqueue adds one job to topic. Once it returns nil, the job is stored and will be delivered at
@@ -15,10 +17,23 @@ import (
 // the job is still as it made it (not failed, released, rescheduled or finished) — answers the
 // first call's job: a caller that lost an answer may simply try again (and ErrExists then
 // still tells it the job was stored). Concurrent calls share round trips to Redis.
+//
+// Inside a span (of ctx), the job's headers get its trace context: see Spec.Headers.
 func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
+	ctx, span := c.trace.Start(ctx, tracing.Send, topic)
+	job, err := c.enqueue(ctx, topic, s)
+	if job != nil {
+		span.SetAttributes(semconv.MessagingMessageID(job.ID))
+	}
+	tracing.End(span, err)
+	return job, err
+}
+
+func (c *Client) enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
+	s.Headers = tracing.Inject(ctx, s.Headers)
 	j, err := c.cfg.Limits.toNewJob(s, c.newID)
 	if err != nil {
 		return nil, err
@@ -60,11 +75,19 @@ func (c *Client) EnqueueBatch(ctx context.Context, topic string, specs []Spec) (
 	if err := ValidateTopic(topic); err != nil {
 		return nil, err
 	}
+	ctx, span := c.trace.Start(ctx, tracing.Send, topic, semconv.MessagingBatchMessageCount(len(specs)))
+	results, err := c.enqueueBatch(ctx, topic, specs)
+	tracing.End(span, err)
+	return results, err
+}
+
+func (c *Client) enqueueBatch(ctx context.Context, topic string, specs []Spec) ([]BatchResult, error) {
 	results := make([]BatchResult, len(specs))
 	jobs := make([]store.NewJob, 0, len(specs))
 	index := make([]int, 0, len(specs)) // jobs[k] came from specs[index[k]]
 	seen := make(map[string]bool, len(specs))
 	for i, s := range specs {
+		s.Headers = tracing.Inject(ctx, s.Headers)
 		j, err := c.cfg.Limits.toNewJob(s, c.newID)
 		if err == nil && seen[j.ID] {
 			err = ErrExists

@@ -21,7 +21,9 @@ func requests(acks []ackq.Ack) []ackReq {
 // finish acks or nacks a job after its handler returned err, trying again after passing
 // failures until it goes through, the lease is lost, its deadline passes or the Worker stops
 // waiting.
-func (w *Worker) finish(f ackq.Ack, err error) {
+// ctx carries the delivery's span, under which a nack's span is made; its cancellation is
+// the Worker's ack queue's.
+func (w *Worker) finish(ctx context.Context, f ackq.Ack, err error) {
 	if err == nil {
 		w.acks.Send([]ackq.Ack{f})
 		return
@@ -32,8 +34,8 @@ func (w *Worker) finish(f ackq.Ack, err error) {
 		o.Delay, o.Dead = he.delay, he.dead
 	}
 	for failures := 0; ; failures++ {
-		ctx, cancel := context.WithTimeout(w.acks.Context(), 10*time.Second)
-		_, nerr := w.c.Nack(ctx, Lease{Topic: f.Topic, ID: f.Lease.ID, Token: f.Lease.Token}, o)
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, nerr := w.c.Nack(nctx, Lease{Topic: f.Topic, ID: f.Lease.ID, Token: f.Lease.Token}, o)
 		cancel()
 		switch {
 		case nerr == nil:

@@ -34,6 +34,7 @@ type Spec struct {
 	// CallbackURL makes the job a push job: a webhook dispatcher delivers it, pull consumers
 	// never see it.
 	CallbackURL string
+	Headers     map[string]string // TEMP until merge
 }
 
 // maxBackoffSteps bounds Spec.Backoff.

@@ -13,7 +13,10 @@ import (
 	"github.com/delayq/delayq/internal/ackq"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/tracing"
 	"github.com/delayq/delayq/internal/wake"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Handler processes one job. Returning nil acks it; an error nacks it, to be retried after its
@@ -52,6 +55,10 @@ type WorkerConfig struct {
 	Push bool
 	// Logger receives handler failures. Defaults to the Client's.
 	Logger *slog.Logger
+	// LinkTraces starts each delivery's span (see docs/observability.md) as a new trace linked
+	// to the trace the job was enqueued in, instead of as a child in that trace. A job due hours
+	// after its enqueue makes an hours-long trace otherwise; a linked one stays one delivery.
+	LinkTraces bool
 }
 
 // Worker runs handlers for the due jobs of its topics.
@@ -334,8 +341,10 @@ func (w *Worker) run(t *wake.Topic, job *Job, h Handler) {
 		defer w.jobs.Done()
 		defer cancel()
 		stopRenew := w.renew(ctx, job, cancel)
+		ctx, span := w.startSpan(ctx, job)
 		err := callHandler(ctx, h, job)
 		deadline := stopRenew()
+		endSpan(span, err)
 		w.mu.Lock()
 		_, mine := w.running[job]
 		delete(w.running, job)
@@ -353,9 +362,37 @@ func (w *Worker) run(t *wake.Topic, job *Job, h Handler) {
 		}
 		w.slots <- struct{}{}
 		if mine {
-			w.finish(f, err)
+			w.finish(trace.ContextWithSpan(w.acks.Context(), span), f, err)
 		}
 	}()
+}
+
+// startSpan starts the span of a job's delivery to its handler: "process <topic>", or
+// "deliver <topic>" on a push Worker.
+func (w *Worker) startSpan(ctx context.Context, job *Job) (context.Context, trace.Span) {
+	op := tracing.Process
+	if w.cfg.Push {
+		op = tracing.Deliver
+	}
+	return w.c.trace.StartJob(ctx, op, job.Topic, job.ID, job.Attempts, job.Headers, w.cfg.LinkTraces)
+}
+
+// outcomeKey is the attribute of a delivery span that says how the delivery ended: ack, retry
+// or dead (as the handler asked; Nack decides by the job's retries left).
+const outcomeKey = attribute.Key("delayq.outcome")
+
+// endSpan ends a delivery's span after its handler returned err.
+func endSpan(span trace.Span, err error) {
+	outcome := "ack"
+	var he *handlerError
+	switch {
+	case errors.As(err, &he) && he.dead:
+		outcome = "dead"
+	case err != nil:
+		outcome = "nack"
+	}
+	span.SetAttributes(outcomeKey.String(outcome))
+	tracing.End(span, err)
 }
 
 // callHandler runs h, turning a panic into an error that carries the panic's text.

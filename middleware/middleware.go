@@ -1,5 +1,6 @@
 // Package middleware has ready-made delayq.Middleware for a Worker's handlers: a log line per
-// job, a time limit per job, and Prometheus metrics of handler durations and outcomes.
+// job, a time limit per job, Prometheus metrics of handler durations and outcomes, and an
+// OpenTelemetry span around the handler.
 //
 //	w.Use(middleware.Logging(logger), middleware.Metrics(prometheus.DefaultRegisterer), middleware.Timeout(time.Minute))
 package middleware
@@ -12,18 +13,26 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delayq/delayq"
 )
 
 // Logging logs every job a handler finishes: at Debug when it succeeded, at Warn with the error
-// when it failed, with the topic, id, attempts (Job.Attempts) and how long the handler took.
+// when it failed, with the topic, id, attempts (Job.Attempts), how long the handler took, and
+// the trace id of the delivery when it is traced.
 func Logging(log *slog.Logger) delayq.Middleware {
 	return func(next delayq.Handler) delayq.Handler {
 		return func(ctx context.Context, job *delayq.Job) error {
 			start := time.Now()
 			err := next(ctx, job)
 			attrs := []any{"topic", job.Topic, "id", job.ID, "attempts", job.Attempts, "took", time.Since(start)}
+			if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+				attrs = append(attrs, "trace_id", sc.TraceID().String())
+			}
 			if err != nil {
 				log.WarnContext(ctx, "delayq: handler failed", append(attrs, "err", err)...)
 			} else {
@@ -32,6 +41,44 @@ func Logging(log *slog.Logger) delayq.Middleware {
 			return err
 		}
 	}
+}
+
+// Tracing runs the rest of the chain in a span of its own, "handle <topic>", a child of the
+// Worker's delivery span ("process <topic>", which every Worker makes): place it innermost to
+// time the handler apart from the middleware before it. The span records the handler's error,
+// and a panic, which it lets go on to the Worker's recovery. tp nil means the global provider.
+func Tracing(tp trace.TracerProvider) delayq.Middleware {
+	return func(next delayq.Handler) delayq.Handler {
+		return func(ctx context.Context, job *delayq.Job) (err error) {
+			p := tp
+			if p == nil {
+				p = otel.GetTracerProvider()
+			}
+			ctx, span := p.Tracer(tracerName).Start(ctx, "handle "+job.Topic, trace.WithAttributes(
+				semconv.MessagingSystemKey.String("delayq"), semconv.MessagingDestinationName(job.Topic),
+				semconv.MessagingMessageID(job.ID)))
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+					endSpan(span, err)
+					panic(r)
+				}
+				endSpan(span, err)
+			}()
+			return next(ctx, job)
+		}
+	}
+}
+
+// tracerName is the instrumentation scope of Tracing's spans.
+const tracerName = "github.com/delayq/delayq/middleware"
+
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 // ErrTimeout is the cause of a handler's context when Timeout ended it, and the error a job

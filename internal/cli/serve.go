@@ -47,6 +47,16 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	defer started.close()
 	bg := context.WithoutCancel(ctx)
 
+	stopTracing, err := startTracing(ctx)
+	if err != nil {
+		return err
+	}
+	started.add(func() {
+		if err := stopTracing(bg); err != nil {
+			log.Warn("flushing the last trace spans", "err", err)
+		}
+	})
+
 	rdb, redisDesc, emb, err := openRedis(ctx, cfg, opts, log)
 	if err != nil {
 		return err

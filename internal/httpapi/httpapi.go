@@ -24,6 +24,11 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/metrics"
+	"github.com/delayq/delayq/internal/tracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config configures the API handler.
@@ -62,8 +67,11 @@ type Config struct {
 	// Redis, when set, is what /readyz sends PING to. Nil: /readyz reads the topic registry
 	// through Client instead.
 	Redis redis.UniversalClient
-	// Logger receives internal errors. Defaults to slog.Default().
+	// Logger receives internal errors, and a line per request at debug level. Defaults to
+	// slog.Default().
 	Logger *slog.Logger
+	// TracerProvider makes a span per request. Nil: the global provider.
+	TracerProvider trace.TracerProvider
 }
 
 // api is the handler's state; its methods are the route handlers.
@@ -83,6 +91,7 @@ type api struct {
 	batchBytes int64 // request limit of a batch enqueue
 	mux        *http.ServeMux
 	metricsH   http.Handler
+	trace      tracing.Tracer
 }
 
 // New returns the API handler.
@@ -107,6 +116,7 @@ func New(cfg Config) (http.Handler, error) {
 		redis:   cfg.Redis,
 		log:     cfg.Logger,
 		public:  cfg.MetricsPublic,
+		trace:   tracing.New(cfg.TracerProvider),
 	}
 	for i, tok := range cfg.Tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
@@ -171,18 +181,38 @@ func (a *api) wrap(h handlerFunc) http.Handler {
 	})
 }
 
-// ServeHTTP counts and times every request by its route, and serves it.
+// ServeHTTP serves a request in the trace context its traceparent header names (so that the
+// jobs it enqueues carry it), in a span of its own, and counts, times and logs it by its route.
 func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if a.m == nil {
-		a.serve(w, r)
-		return
-	}
 	start := time.Now()
+	ctx := tracing.W3C.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := a.trace.StartServer(ctx, r.Method, semconv.HTTPRequestMethodKey.String(methodLabel(r.Method)), semconv.URLPath(r.URL.Path))
+	r = r.WithContext(ctx)
 	rec := &statusRecorder{ResponseWriter: w}
 	defer func() {
-		labels := []string{a.routeOf(r), methodLabel(r.Method), strconv.Itoa(rec.status())}
-		a.m.Requests.WithLabelValues(labels...).Inc()
-		a.m.RequestDuration.WithLabelValues(labels...).Observe(time.Since(start).Seconds())
+		status := rec.status()
+		debug := a.log.Enabled(ctx, slog.LevelDebug)
+		if a.m == nil && !debug && !span.IsRecording() {
+			span.End()
+			return
+		}
+		route := a.routeOf(r)
+		elapsed := time.Since(start)
+		if a.m != nil {
+			labels := []string{route, methodLabel(r.Method), strconv.Itoa(status)}
+			a.m.Requests.WithLabelValues(labels...).Inc()
+			a.m.RequestDuration.WithLabelValues(labels...).Observe(elapsed.Seconds())
+		}
+		if debug {
+			a.log.LogAttrs(ctx, slog.LevelDebug, "httpapi: request", slog.String("method", r.Method),
+				slog.String("route", route), slog.Int("status", status), slog.Duration("duration", elapsed))
+		}
+		span.SetName(methodLabel(r.Method) + " " + route)
+		span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
+		}
+		span.End()
 	}()
 	a.serve(rec, r)
 }

@@ -15,6 +15,10 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiv1"
+	"github.com/delayq/delayq/internal/tracing"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // maxResponse bounds how much of a receiver's answer is read (and thrown away), so that
@@ -62,6 +66,9 @@ func (d *Dispatcher) post(ctx context.Context, job *delayq.Job) (string, error) 
 	req.Header.Set("Webhook-Id", id)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set("Webhook-Signature", d.signature(id, now, body))
+	// The delivery's span (the Worker's, in the trace the job was enqueued in) is the parent
+	// of whatever the receiver does.
+	tracing.W3C.Inject(ctx, propagation.HeaderCarrier(req.Header))
 
 	resp, err := d.http.Do(req)
 	if err != nil {
@@ -71,6 +78,7 @@ func (d *Dispatcher) post(ctx context.Context, job *delayq.Job) (string, error) 
 	// The answer is in once the status is; a receiver that stalls its body only costs the read.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	code := resp.StatusCode
+	trace.SpanFromContext(ctx).SetAttributes(semconv.HTTPResponseStatusCode(code))
 	switch {
 	case code >= 200 && code < 300:
 		return outcomeOK, nil

@@ -1,0 +1,133 @@
+// Package tracing makes delayq's OpenTelemetry spans and carries W3C trace context in a job's
+// headers. It uses the OpenTelemetry API only: with no SDK installed every span is a
+// non-recording one that still passes on the trace context it was started in, so a job enqueued
+// inside a request that carried a traceparent keeps it, whatever the process exports.
+package tracing
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Name is the instrumentation scope of delayq's spans.
+const Name = "github.com/delayq/delayq"
+
+// The headers that carry trace context (W3C Trace Context), as a job stores them.
+const (
+	TraceParent = "traceparent"
+	TraceState  = "tracestate"
+)
+
+// W3C is the one propagator delayq uses for jobs and webhook requests, whatever the process's
+// global propagator is: the format is part of the job.
+var W3C = propagation.TraceContext{}
+
+var systemAttr = semconv.MessagingSystemKey.String("delayq")
+
+// Tracer starts delayq's spans. The zero Tracer uses the global TracerProvider, looked up at
+// each span, so a provider installed after the Client was made still applies.
+type Tracer struct {
+	provider trace.TracerProvider
+}
+
+// New returns a Tracer over tp; nil means the global provider.
+func New(tp trace.TracerProvider) Tracer { return Tracer{provider: tp} }
+
+func (t Tracer) tracer() trace.Tracer {
+	tp := t.provider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return tp.Tracer(Name)
+}
+
+// Op names a messaging operation: its span name starts with it.
+type Op struct {
+	name string
+	kind trace.SpanKind
+	typ  attribute.KeyValue
+}
+
+// The operations delayq traces.
+var (
+	Send    = Op{"send", trace.SpanKindProducer, semconv.MessagingOperationTypeSend}
+	Receive = Op{"receive", trace.SpanKindClient, semconv.MessagingOperationTypeReceive}
+	Process = Op{"process", trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess}
+	Deliver = Op{"deliver", trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess}
+	Ack     = Op{"ack", trace.SpanKindClient, semconv.MessagingOperationTypeSettle}
+	Nack    = Op{"nack", trace.SpanKindClient, semconv.MessagingOperationTypeSettle}
+	Release = Op{"release", trace.SpanKindClient, semconv.MessagingOperationTypeSettle}
+)
+
+// Start starts the span of op on topic, named "<op> <topic>" as the messaging conventions ask,
+// with the given attributes besides the system, destination and operation.
+func (t Tracer) Start(ctx context.Context, op Op, topic string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return t.tracer().Start(ctx, op.name+" "+topic, trace.WithSpanKind(op.kind), trace.WithAttributes(
+		append([]attribute.KeyValue{
+			systemAttr, semconv.MessagingDestinationName(topic),
+			semconv.MessagingOperationName(op.name), op.typ,
+		}, attrs...)...))
+}
+
+// StartServer starts the span of an HTTP request, named by its method until its route is known.
+func (t Tracer) StartServer(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return t.tracer().Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+}
+
+// StartJob starts the span of op for one job: a child of the trace context in its headers or,
+// with link set, the start of a new trace (under ctx's span, if any) linked to that context.
+// Long delays make traces hours long; linking keeps each delivery its own trace.
+func (t Tracer) StartJob(ctx context.Context, op Op, topic, id string, attempt int, headers map[string]string, link bool, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	attrs = append(attrs, semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+	producer := trace.SpanContextFromContext(Extract(context.Background(), headers))
+	if !producer.IsValid() {
+		return t.Start(ctx, op, topic, attrs...)
+	}
+	if !link {
+		return t.Start(trace.ContextWithRemoteSpanContext(ctx, producer), op, topic, attrs...)
+	}
+	ctx, span := t.Start(ctx, op, topic, attrs...)
+	span.AddLink(trace.Link{SpanContext: producer})
+	return ctx, span
+}
+
+// AttemptKey is the attribute of a delivery's attempt number (1 for the first).
+const AttemptKey = attribute.Key("delayq.job.attempt")
+
+// End ends span, marking it failed when err is not nil.
+func End(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
+
+// Inject returns headers with the trace context of ctx's span added under traceparent and
+// tracestate, unless headers has a traceparent already or ctx carries no trace. headers itself
+// is never changed: when something is added the result is a new map.
+func Inject(ctx context.Context, headers map[string]string) map[string]string {
+	if _, ok := headers[TraceParent]; ok || !trace.SpanContextFromContext(ctx).IsValid() {
+		return headers
+	}
+	carrier := make(propagation.MapCarrier, len(headers)+2)
+	for k, v := range headers {
+		carrier[k] = v
+	}
+	W3C.Inject(ctx, carrier)
+	return carrier
+}
+
+// Extract returns ctx with the remote trace context of headers, if they carry a valid one.
+func Extract(ctx context.Context, headers map[string]string) context.Context {
+	if headers[TraceParent] == "" {
+		return ctx
+	}
+	return W3C.Extract(ctx, propagation.MapCarrier(headers))
+}
