@@ -155,7 +155,7 @@ func TestBinary(t *testing.T) {
 func cleanEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DELAYQ_") {
+		if !strings.HasPrefix(kv, "DELAYQ_") && !strings.HasPrefix(kv, "OTEL_") {
 			env = append(env, kv)
 		}
 	}
