@@ -75,7 +75,7 @@ type Job struct {
 	// LeasedAt is when this delivery was leased, by the Redis server's clock: set on the jobs
 	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
 	LeasedAt time.Time
-	DiedAt   time.Time // zero unless dead
+	DiedAt   time.Time         // zero unless dead
 	Headers  map[string]string // TEMP until merge
 }
 
