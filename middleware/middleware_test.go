@@ -14,6 +14,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/redistest"
@@ -31,11 +34,18 @@ func TestMain(m *testing.M) {
 // startWorker runs a Worker on its own namespace with mw around h for topic "t".
 func startWorker(t *testing.T, h delayq.Handler, mw ...delayq.Middleware) *delayq.Client {
 	t.Helper()
+	return startWorkerWith(t, delayq.Config{}, h, mw...)
+}
+
+// startWorkerWith is startWorker with a Client made from cfg.
+func startWorkerWith(t *testing.T, cfg delayq.Config, h delayq.Handler, mw ...delayq.Middleware) *delayq.Client {
+	t.Helper()
 	ctx := context.Background()
 	rdb := testRedis.NewClient()
 	t.Cleanup(func() { rdb.Close() })
 	ns := fmt.Sprintf("%s-%d", t.Name(), time.Now().UnixNano()) // a namespace of its own, also under -count
-	c, err := delayq.New(ctx, rdb, delayq.Config{Namespace: ns, Logger: slog.New(slog.DiscardHandler)})
+	cfg.Namespace, cfg.Logger = ns, slog.New(slog.DiscardHandler)
+	c, err := delayq.New(ctx, rdb, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +156,39 @@ func TestMetricsCountOutcomesByTopic(t *testing.T) {
 		n, err := testutil.GatherAndCount(reg, "delayq_worker_handler_duration_seconds")
 		return err == nil && n == 3
 	})
+}
+
+func TestTracingSpansTheHandlerUnderTheDelivery(t *testing.T) {
+	t.Parallel()
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	c := startWorkerWith(t, delayq.Config{TracerProvider: tp}, func(_ context.Context, job *delayq.Job) error {
+		if job.ID == "panics" {
+			panic("boom")
+		}
+		return nil
+	}, middleware.Tracing(tp))
+	enqueue(t, c, "ok")
+	enqueue(t, c, "panics")
+	waitDead(t, c, "panics")
+	byID := map[string]tracetest.SpanStub{}
+	testwait.For(t, 20*time.Second, "the six spans of two enqueues, deliveries and handlers", func() bool { return len(exp.GetSpans()) >= 6 })
+	for _, s := range exp.GetSpans() {
+		for _, a := range s.Attributes {
+			if a.Key == "messaging.message.id" {
+				byID[s.Name+" "+a.Value.AsString()] = s
+			}
+		}
+	}
+	for _, id := range []string{"ok", "panics"} {
+		handle, process := byID["handle t "+id], byID["process t "+id]
+		if !handle.SpanContext.IsValid() || handle.Parent.SpanID() != process.SpanContext.SpanID() {
+			t.Errorf("%s: handle span %v under %v, want under the process span %v", id, handle.SpanContext.SpanID(), handle.Parent.SpanID(), process.SpanContext.SpanID())
+		}
+	}
+	if st := byID["handle t panics"].Status; st.Code != codes.Error || st.Description != "panic: boom" {
+		t.Errorf("the panicking handler's span status %+v, want error \"panic: boom\"", st)
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the handlers' goroutines.
