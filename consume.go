@@ -84,7 +84,7 @@ func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([
 	}
 	ctx, span := c.trace.Start(ctx, tracing.Receive, topic)
 	jobs, err := c.reserve(ctx, topic, o)
-	span.SetAttributes(semconv.MessagingBatchMessageCount(len(jobs)))
+	tracing.Set(span, semconv.MessagingBatchMessageCount(len(jobs)))
 	tracing.End(span, err)
 	return jobs, err
 }
@@ -520,7 +520,7 @@ func (c *Client) Nack(ctx context.Context, l Lease, o NackOptions) (dead bool, e
 	}
 	ctx, span := c.settleSpan(ctx, tracing.Nack, l)
 	defer func() {
-		span.SetAttributes(deadKey.Bool(dead))
+		tracing.Set(span, deadKey.Bool(dead))
 		tracing.End(span, err)
 	}()
 	o.Error = truncateUTF8(o.Error, maxErrorText)

@@ -26,7 +26,7 @@ func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error
 	ctx, span := c.trace.Start(ctx, tracing.Send, topic)
 	job, err := c.enqueue(ctx, topic, s)
 	if job != nil {
-		span.SetAttributes(semconv.MessagingMessageID(job.ID))
+		tracing.Set(span, semconv.MessagingMessageID(job.ID))
 	}
 	tracing.End(span, err)
 	return job, err

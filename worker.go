@@ -391,7 +391,7 @@ func endSpan(span trace.Span, err error) {
 	case err != nil:
 		outcome = "nack"
 	}
-	span.SetAttributes(outcomeKey.String(outcome))
+	tracing.Set(span, outcomeKey.String(outcome))
 	tracing.End(span, err)
 }
 

@@ -78,7 +78,7 @@ func (d *Dispatcher) post(ctx context.Context, job *delayq.Job) (string, error) 
 	// The answer is in once the status is; a receiver that stalls its body only costs the read.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	code := resp.StatusCode
-	trace.SpanFromContext(ctx).SetAttributes(semconv.HTTPResponseStatusCode(code))
+	tracing.Set(trace.SpanFromContext(ctx), semconv.HTTPResponseStatusCode(code))
 	switch {
 	case code >= 200 && code < 300:
 		return outcomeOK, nil
