@@ -54,3 +54,23 @@ func TestAdvanceClockStampsNewJobs(t *testing.T) {
 		t.Errorf("ClockOffset after moving back 1h = %v, want 23h", got)
 	}
 }
+
+// TestAdvanceClockExpiresALease moves the clock past a lease's TTR: the next reserve fails the
+// lease, and the job, due again after its backoff step, is leased anew.
+func TestAdvanceClockExpiresALease(t *testing.T) {
+	t.Parallel()
+	c := NewClient(t, delayq.Config{})
+	ctx := testContext(t)
+	enqueue(t, c, "t", delayq.Spec{ID: "j", TTR: 10 * time.Second})
+	if jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{}); err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+	}
+	AdvanceClock(c, time.Minute) // past the TTR and the 15s backoff step after it
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve after the TTR: %d jobs, %v", len(jobs), err)
+	}
+	if j := jobs[0]; j.Attempts != 2 || j.LastError != "ttr exceeded" {
+		t.Errorf("job leased again: attempts %d, last error %q; want 2, ttr exceeded", j.Attempts, j.LastError)
+	}
+}
