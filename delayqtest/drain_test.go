@@ -45,7 +45,7 @@ func TestDrainAcksRetriesAndDeadLetters(t *testing.T) {
 
 	// A retried job comes back delayed by its backoff step, with its attempt and error.
 	j := RequireEnqueued(t, c, "work", Match{ID: "fails", State: delayq.StateDelayed, Attempts: 1})
-	if j.LastError != "smtp down" || j.RunAt.Sub(time.Now()) < 10*time.Second {
+	if j.LastError != "smtp down" || time.Until(j.RunAt) < 10*time.Second {
 		t.Errorf("retried job: last error %q, due in %v; want smtp down, in about 15s", j.LastError, time.Until(j.RunAt))
 	}
 	RequireEnqueued(t, c, "work", Match{ID: "poison", State: delayq.StateDead, Attempts: 1})
