@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -151,4 +153,35 @@ func TestHeadersInABatchAndASchedule(t *testing.T) {
 	if diff := cmp.Diff(want, j.Headers); diff != "" {
 		t.Fatalf("a tick's job headers (-want +got):\n%s", diff)
 	}
+}
+
+// FuzzHeaders holds accepted headers to the rules they state: lower-case HTTP-token names,
+// UTF-8 values without control characters but tab, and accepted again as they are.
+func FuzzHeaders(f *testing.F) {
+	f.Add("TraceParent", "00-ab", "x-a", "1")
+	f.Add("a", "b\tc", "A", "d")
+	f.Add("a b", "\n", "é", "\xff")
+	f.Fuzz(func(t *testing.T, n1, v1, n2, v2 string) {
+		got, err := normalizeHeaders(map[string]string{n1: v1, n2: v2})
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalid", err)
+			}
+			return
+		}
+		for name, value := range got {
+			if name == "" || name != strings.ToLower(name) || strings.IndexFunc(name, func(r rune) bool {
+				return r > 0x7e || !isTokenChar(byte(r))
+			}) >= 0 {
+				t.Fatalf("accepted the name %q", name)
+			}
+			if !utf8.ValidString(value) || strings.IndexFunc(value, func(r rune) bool { return r != '\t' && unicode.IsControl(r) }) >= 0 {
+				t.Fatalf("accepted the value %q", value)
+			}
+		}
+		again, err := normalizeHeaders(got)
+		if err != nil || !cmp.Equal(got, again) {
+			t.Fatalf("normalized headers %q are not accepted as they are: %q, %v", got, again, err)
+		}
+	})
 }
