@@ -25,6 +25,14 @@ func TestHeadersOverHTTP(t *testing.T) {
 	j := e.enqueue("hdr", map[string]any{"id": "h", "headers": map[string]string{
 		"TraceParent": want["traceparent"], "X-Tenant": want["x-tenant"]}})
 	check("enqueue", j.Headers)
+	// The same job again, its names spelled otherwise, is the same job: it answers as the first.
+	again := e.enqueue("hdr", map[string]any{"id": "h", "headers": map[string]string{
+		"x-tenant": want["x-tenant"], "TRACEPARENT": want["traceparent"]}})
+	if diff := cmp.Diff(j, again); diff != "" {
+		t.Fatalf("the enqueue repeated (-first +again):\n%s", diff)
+	}
+	e.call("POST", "/v1/topics/hdr/jobs", map[string]any{"id": "h", "headers": map[string]string{"x-tenant": "other"}}).
+		wantError(t, http.StatusConflict, codeExists)
 	check("get", e.get("hdr", "h").Headers)
 	got := e.reserveOne("hdr", map[string]any{"wait_ms": 0})
 	check("reserve", got.Headers)

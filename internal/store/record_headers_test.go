@@ -12,6 +12,10 @@ import (
 
 var goldenHeaders = map[string]string{"traceparent": "00-ab", "b": "2"}
 
+// liveHeaders are headers whose names Lua could mistake for array positions, and an empty
+// value: a record rewritten by a script must keep them as a map of strings.
+var liveHeaders = map[string]string{"traceparent": "00-ab", "1": "one", "2": "", "007": "x"}
+
 // Headers follow died at, so a job with headers writes nils for the fields between, and the
 // map lists its names in order: the same job must always encode to the same bytes.
 func TestRecordTailWithHeadersGolden(t *testing.T) {
@@ -64,7 +68,7 @@ func TestDecodeRecordHeaders(t *testing.T) {
 func TestHeadersSurviveRecordRewrites(t *testing.T) {
 	s, p := newTestStore(t)
 	ctx := testCtx(t)
-	job := NewJob{ID: "h", TTRMs: 30000, MaxRetries: 1, Body: []byte("x"), Headers: goldenHeaders}
+	job := NewJob{ID: "h", TTRMs: 30000, MaxRetries: 1, Body: []byte("x"), Headers: liveHeaders}
 	if out := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}}); out[0].Err != nil || out[0].Jobs[0].Err != nil {
 		t.Fatalf("enqueue: %+v", out[0])
 	}
@@ -74,7 +78,7 @@ func TestHeadersSurviveRecordRewrites(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: get: %v", step, err)
 		}
-		if diff := cmp.Diff(goldenHeaders, r.Headers); diff != "" {
+		if diff := cmp.Diff(liveHeaders, r.Headers); diff != "" {
 			t.Fatalf("%s: headers (-want +got):\n%s", step, diff)
 		}
 	}
@@ -137,7 +141,7 @@ func reserveOne(t *testing.T, s *Store, p keys.Partition) string {
 	if err != nil || len(got.Jobs) != 1 {
 		t.Fatalf("reserve: %+v, %v", got, err)
 	}
-	if diff := cmp.Diff(goldenHeaders, got.Jobs[0].Headers); diff != "" {
+	if diff := cmp.Diff(liveHeaders, got.Jobs[0].Headers); diff != "" {
 		t.Fatalf("reserved headers (-want +got):\n%s", diff)
 	}
 	return got.Jobs[0].Lease
