@@ -46,3 +46,12 @@ func TestEnqueueHeaders(t *testing.T) {
 		}
 	}
 }
+
+func TestScheduleHeaders(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	out := s.must(t, "schedule", "put", "traced", "--cron", "@hourly", "--topic", "reports", "--header", "TraceState=a=1")
+	if got := field(t, out, "headers"); got != "tracestate: a=1" {
+		t.Errorf("schedule put: the headers row is %q\n%s", got, out)
+	}
+}
