@@ -76,6 +76,8 @@ type Job struct {
 	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
 	LeasedAt time.Time
 	DiedAt   time.Time // zero unless dead
+	// Headers are the job's headers, names in lower case (see Spec.Headers); nil when none.
+	Headers map[string]string
 }
 
 // Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.
@@ -111,6 +113,7 @@ func jobFromRecord(topic string, r store.Record) *Job {
 		CallbackURL: r.Callback,
 		LastError:   r.LastError,
 		LeaseToken:  r.Lease,
+		Headers:     r.Headers,
 	}
 	if r.BackoffMs != nil {
 		j.Backoff = make([]time.Duration, len(r.BackoffMs))
