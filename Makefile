@@ -1,10 +1,10 @@
 # delayq developer targets. `make test` is the test command: it installs Redis first if needed
-# (the tests start real redis-server processes), and python3, node, curl and jq (a test runs the
-# consumer examples of docs/consumers.md).
+# (the tests start real redis-server processes), python3, node, curl and jq (a test runs the
+# consumer examples of docs/consumers.md), and promtool (a test checks docs/prometheus/alerts.yml).
 
 GO ?= go
 
-.PHONY: all test test-short screenshots ensure-chromium lint lint-openapi install bench bench-smoke bench-peers script-cost build run docker ensure-redis ensure-example-tools
+.PHONY: all test test-short screenshots ensure-chromium lint lint-openapi install bench bench-smoke bench-peers script-cost build run docker ensure-redis ensure-example-tools ensure-promtool
 
 all: lint test
 
@@ -15,14 +15,19 @@ ensure-redis:
 ensure-example-tools:
 	@bash scripts/ensure-example-tools.sh
 
+# promtool (Debian's prometheus package, its server kept from starting): a test checks the alert
+# rules of docs/prometheus and runs their unit tests (internal/metrics).
+ensure-promtool:
+	@bash scripts/ensure-promtool.sh
+
 # Chromium: the dashboard's browser tests drive it headless (internal/dashboard).
 ensure-chromium:
 	@bash scripts/ensure-chromium.sh
 
-test: ensure-redis ensure-example-tools ensure-chromium
+test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ensure-redis ensure-example-tools ensure-chromium
+test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 
 # The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over

@@ -75,8 +75,9 @@ type Job struct {
 	// LeasedAt is when this delivery was leased, by the Redis server's clock: set on the jobs
 	// Reserve returns and a Worker hands to its handlers, zero elsewhere.
 	LeasedAt time.Time
-	DiedAt   time.Time         // zero unless dead
-	Headers  map[string]string // TEMP until merge
+	DiedAt   time.Time // zero unless dead
+	// Headers are the job's headers, names in lower case (see Spec.Headers); nil when none.
+	Headers map[string]string
 }
 
 // Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.
@@ -112,6 +113,7 @@ func jobFromRecord(topic string, r store.Record) *Job {
 		CallbackURL: r.Callback,
 		LastError:   r.LastError,
 		LeaseToken:  r.Lease,
+		Headers:     r.Headers,
 	}
 	if r.BackoffMs != nil {
 		j.Backoff = make([]time.Duration, len(r.BackoffMs))

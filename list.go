@@ -42,7 +42,8 @@ func (c *Client) Jobs(ctx context.Context, topic string, state State, limit int,
 	for p := range parts {
 		parts[p] = c.store.Partition(topic, p)
 	}
-	found, err := c.store.List(ctx, parts, string(state), after, limit)
+	// One more than a page: a page is not the last while a partition holds a job beyond it.
+	found, err := c.store.List(ctx, parts, string(state), after, limit+1)
 	if err != nil {
 		return nil, "", err
 	}

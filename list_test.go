@@ -161,3 +161,16 @@ func TestJobsPageReadsOnlyTheRecordsItShows(t *testing.T) {
 		t.Errorf("a page of %d jobs of %d bytes made Redis send %d bytes, over %d", limit, len(body), got, most)
 	}
 }
+
+// TestJobsPagesOnePartition pages a topic of one partition (the default on a standalone Redis)
+// whose jobs fill a page exactly: the page must still say that more follow.
+func TestJobsPagesOnePartition(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	for _, id := range []string{"a", "b", "c"} {
+		mustEnqueue(t, c, "t", Spec{ID: id, Delay: time.Hour})
+	}
+	if got := jobIDs(pageAll(t, c, "t", StateDelayed, 2)); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Errorf("pages of 2 = %v, want a b c", got)
+	}
+}

@@ -152,7 +152,7 @@ func newJob(topic string, j store.NewJob, createdMs, runAtMs int64) *Job {
 	r := store.Record{
 		ID: j.ID, State: store.StateDelayed, Format: j.Format, Priority: j.Priority,
 		CreatedMs: createdMs, RunAtMs: runAtMs, MaxRetries: j.MaxRetries, TTRMs: j.TTRMs,
-		Body: j.Body, BackoffMs: j.BackoffMs, Callback: j.Callback,
+		Body: j.Body, BackoffMs: j.BackoffMs, Callback: j.Callback, Headers: j.Headers,
 	}
 	if runAtMs <= createdMs {
 		r.State = store.StateReady

@@ -266,6 +266,8 @@ type scheduleRecord struct {
 	BackoffMs   []int64 `json:"backoff_ms,omitempty"`
 	Priority    int     `json:"priority,omitempty"`
 	CallbackURL string  `json:"callback_url,omitempty"`
+	// Headers are validated: lower-case names.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 func newScheduleRecord(s ScheduleSpec, job store.NewJob) scheduleRecord {
@@ -273,6 +275,7 @@ func newScheduleRecord(s ScheduleSpec, job store.NewJob) scheduleRecord {
 		Cron: s.Cron, TimeZone: s.TimeZone, Topic: s.Topic, Missed: string(s.Missed),
 		Body: job.Body, Format: job.Format, TTRMs: job.TTRMs, MaxRetries: job.MaxRetries,
 		BackoffMs: job.BackoffMs, Priority: job.Priority, CallbackURL: job.Callback,
+		Headers: job.Headers,
 	}
 	if !s.StartAt.IsZero() {
 		r.StartAtMs = ceilUnixMs(s.StartAt)
@@ -287,14 +290,14 @@ func newScheduleRecord(s ScheduleSpec, job store.NewJob) scheduleRecord {
 func (r scheduleRecord) spec() (ScheduleSpec, store.NewJob) {
 	job := store.NewJob{
 		Format: r.Format, Priority: r.Priority, MaxRetries: r.MaxRetries, TTRMs: r.TTRMs,
-		Body: r.Body, BackoffMs: r.BackoffMs, Callback: r.CallbackURL,
+		Body: r.Body, BackoffMs: r.BackoffMs, Callback: r.CallbackURL, Headers: r.Headers,
 	}
 	s := ScheduleSpec{
 		Cron: r.Cron, TimeZone: r.TimeZone, Topic: r.Topic, Missed: MissedPolicy(r.Missed),
 		Job: Spec{
 			Body: r.Body, Format: Format(r.Format), TTR: time.Duration(r.TTRMs) * time.Millisecond,
 			MaxRetries: r.MaxRetries, NoRetries: r.MaxRetries == 0, Priority: r.Priority,
-			CallbackURL: r.CallbackURL,
+			CallbackURL: r.CallbackURL, Headers: r.Headers,
 		},
 	}
 	if s.Missed == "" {

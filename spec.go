@@ -34,7 +34,13 @@ type Spec struct {
 	// CallbackURL makes the job a push job: a webhook dispatcher delivers it, pull consumers
 	// never see it.
 	CallbackURL string
-	Headers     map[string]string // TEMP until merge
+	// Headers are name-value pairs kept with the job and returned with it, for the consumer
+	// (trace context, say): at most MaxHeaders, of MaxHeadersBytes in all. Names are HTTP
+	// tokens, kept in lower case (two that differ only by case are an error); values are UTF-8
+	// without control characters other than tab. Nil or empty: none. An enqueue made inside
+	// a span adds its W3C trace context as traceparent and tracestate, unless Headers has a
+	// traceparent already (docs/observability.md).
+	Headers map[string]string
 }
 
 // maxBackoffSteps bounds Spec.Backoff.
@@ -104,17 +110,9 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 	case s.MaxRetries > 0:
 		j.MaxRetries = s.MaxRetries
 	}
-	if s.Backoff != nil {
-		if len(s.Backoff) == 0 || len(s.Backoff) > maxBackoffSteps {
-			return j, invalid("backoff", "must have 1 to %d steps, got %d", maxBackoffSteps, len(s.Backoff))
-		}
-		j.BackoffMs = make([]int64, len(s.Backoff))
-		for i, d := range s.Backoff {
-			if d < 0 || d > l.MaxDelay {
-				return j, invalid(fmt.Sprintf("backoff[%d]", i), "%s is outside 0 to %s", ms(d), ms(l.MaxDelay))
-			}
-			j.BackoffMs[i] = ceilMs(d)
-		}
+	var err error
+	if j.BackoffMs, err = l.backoffMs(s.Backoff); err != nil {
+		return j, err
 	}
 	if s.Priority < -MaxPriority || s.Priority > MaxPriority {
 		return j, invalid("priority", "%d is outside %d to %d", s.Priority, -MaxPriority, MaxPriority)
@@ -124,10 +122,31 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 			return j, err
 		}
 	}
+	if j.Headers, err = normalizeHeaders(s.Headers); err != nil {
+		return j, err
+	}
 	if j.ID == "" {
 		j.ID = newID()
 	}
 	return j, nil
+}
+
+// backoffMs validates a Spec's backoff and returns it in milliseconds; nil stays nil.
+func (l Limits) backoffMs(backoff []time.Duration) ([]int64, error) {
+	if backoff == nil {
+		return nil, nil
+	}
+	if len(backoff) == 0 || len(backoff) > maxBackoffSteps {
+		return nil, invalid("backoff", "must have 1 to %d steps, got %d", maxBackoffSteps, len(backoff))
+	}
+	out := make([]int64, len(backoff))
+	for i, d := range backoff {
+		if d < 0 || d > l.MaxDelay {
+			return nil, invalid(fmt.Sprintf("backoff[%d]", i), "%s is outside 0 to %s", ms(d), ms(l.MaxDelay))
+		}
+		out[i] = ceilMs(d)
+	}
+	return out, nil
 }
 
 // ms writes d for error messages: in milliseconds, the HTTP API's unit, when it is a whole

@@ -32,6 +32,8 @@ type JobRequest struct {
 	Priority int
 	// CallbackURL makes the job a push job, POSTed there by the server when due.
 	CallbackURL string
+	// Headers are kept with the job and returned with it; nil or empty: none.
+	Headers map[string]string
 }
 
 // wire returns r as the API's request.
@@ -52,6 +54,9 @@ func (r JobRequest) wire() *apiv1.EnqueueRequest {
 	}
 	if r.MaxRetries != nil {
 		w.MaxRetries = new(int64(*r.MaxRetries))
+	}
+	if len(r.Headers) > 0 {
+		w.Headers = r.Headers
 	}
 	if r.Backoff != nil {
 		w.BackoffMs = make([]int64, len(r.Backoff))

@@ -23,6 +23,7 @@ func NewJob(j *delayq.Job) *Job {
 		LastError:     j.LastError,
 		LeaseDeadline: timePtr(j.LeaseDeadline),
 		DiedAt:        timePtr(j.DiedAt),
+		Headers:       j.Headers,
 	}
 	out.Body, out.BodyBase64 = encodeBody(j.Body, j.Format)
 	backoff := j.Backoff
@@ -52,7 +53,7 @@ func NewJobs(jobs []*delayq.Job, withLease bool) []*Job {
 
 // NewWebhookPayload returns the body that delivers job to its callback URL.
 func NewWebhookPayload(job *delayq.Job) *WebhookPayload {
-	p := &WebhookPayload{Topic: job.Topic, ID: job.ID, Attempt: job.Attempts, RunAt: Time{job.RunAt}}
+	p := &WebhookPayload{Topic: job.Topic, ID: job.ID, Attempt: job.Attempts, RunAt: Time{job.RunAt}, Headers: job.Headers}
 	p.Body, p.BodyBase64 = encodeBody(job.Body, job.Format)
 	return p
 }

@@ -24,6 +24,9 @@ type EnqueueRequest struct {
 	BackoffMs   []int64 `json:"backoff_ms,omitempty"`
 	Priority    *int64  `json:"priority,omitempty"`
 	CallbackURL *string `json:"callback_url,omitempty"`
+	// Headers are kept with the job and returned with it (an extension): HTTP-token names,
+	// compared without case and returned in lower case; UTF-8 values.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Encode writes r with Body first and byte for byte, where encoding/json would compact it and

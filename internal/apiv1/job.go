@@ -33,6 +33,8 @@ type Job struct {
 	Lease string `json:"lease,omitempty"`
 	// DiedAt is when the job went dead (an extension).
 	DiedAt *Time `json:"died_at,omitempty"`
+	// Headers are the job's headers, names in lower case (an extension); absent when none.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Payload returns the job's body bytes: the JSON text, or the decoded binary payload.

@@ -24,6 +24,7 @@ func testJob() *delayq.Job {
 		Backoff: []time.Duration{time.Second, time.Minute}, Priority: -3,
 		CallbackURL: "https://example.com/hook?a=1&b=2", LastError: "boom",
 		LeaseDeadline: created.Add(31 * time.Second), LeaseToken: "lease-token",
+		Headers: map[string]string{"traceparent": "00-ab-cd-01", "x-tenant": "<acme>"},
 	}
 }
 
@@ -36,6 +37,7 @@ func TestJobGolden(t *testing.T) {
 	dead.Attempts, dead.CallbackURL, dead.LastError = 6, "", "ttr exceeded"
 	dead.LeaseDeadline, dead.LeaseToken = time.Time{}, ""
 	dead.DiedAt = time.Date(2026, 11, 22, 1, 2, 0, 0, time.UTC)
+	dead.Headers = nil
 	got, err := Marshal(ReserveResponse{Jobs: NewJobs([]*delayq.Job{testJob(), dead}, true)})
 	if err != nil {
 		t.Fatal(err)
@@ -156,12 +158,18 @@ func TestJobWithoutBackoffHasTheDefault(t *testing.T) {
 
 func TestWebhookPayload(t *testing.T) {
 	t.Parallel()
-	got, err := Marshal(NewWebhookPayload(testJob()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"topic":"orders","id":"o-42","body":{"n":42,"note":"<&>"},"attempt":2,"run_at":"2026-11-22T01:00:01.123Z"}`
-	if string(got) != want {
-		t.Errorf("got  %s\nwant %s", got, want)
+	bare := testJob()
+	bare.Headers = nil
+	for job, want := range map[*delayq.Job]string{
+		testJob(): `{"topic":"orders","id":"o-42","body":{"n":42,"note":"<&>"},"attempt":2,"run_at":"2026-11-22T01:00:01.123Z","headers":{"traceparent":"00-ab-cd-01","x-tenant":"<acme>"}}`,
+		bare:      `{"topic":"orders","id":"o-42","body":{"n":42,"note":"<&>"},"attempt":2,"run_at":"2026-11-22T01:00:01.123Z"}`,
+	} {
+		got, err := Marshal(NewWebhookPayload(job))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != want {
+			t.Errorf("got  %s\nwant %s", got, want)
+		}
 	}
 }

@@ -112,7 +112,7 @@ func newTemplate(s delayq.Spec) *EnqueueRequest {
 	if s.MaxRetries == 0 && !s.NoRetries {
 		retries = delayq.DefaultMaxRetries
 	}
-	t := &EnqueueRequest{TTRMs: &ttr, MaxRetries: &retries, Priority: &priority}
+	t := &EnqueueRequest{TTRMs: &ttr, MaxRetries: &retries, Priority: &priority, Headers: s.Headers}
 	t.Body, t.BodyBase64 = encodeBody(s.Body, s.Format)
 	for _, d := range s.Backoff {
 		t.BackoffMs = append(t.BackoffMs, d.Milliseconds())

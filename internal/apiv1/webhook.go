@@ -12,4 +12,6 @@ type WebhookPayload struct {
 	// Attempt counts the deliveries, this one included.
 	Attempt int  `json:"attempt"`
 	RunAt   Time `json:"run_at"`
+	// Headers are the job's headers, as in Job.
+	Headers map[string]string `json:"headers,omitempty"`
 }

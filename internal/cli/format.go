@@ -3,6 +3,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -52,8 +54,18 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	if j.DiedAt != nil {
 		row("died_at", j.DiedAt.String())
 	}
+	printHeaders(tw, j.Headers)
 	row("body", bodyText(j))
 	tw.Flush()
+}
+
+// printHeaders writes a job's headers as rows of a field list, one header a row, by name.
+func printHeaders(w io.Writer, headers map[string]string) {
+	label := "headers"
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		fmt.Fprintf(w, "%s\t%s: %s\n", label, name, oneLine(headers[name]))
+		label = ""
+	}
 }
 
 // printJobs writes jobs as a table, one row each, with the lease columns when withLease.
@@ -134,6 +146,7 @@ func printSchedule(w io.Writer, s *apiv1.Schedule) {
 		if j.CallbackURL != nil {
 			fmt.Fprintf(tw, "callback_url\t%s\n", *j.CallbackURL)
 		}
+		printHeaders(tw, j.Headers)
 		fmt.Fprintf(tw, "body\t%s\n", bodyText(&apiv1.Job{Body: j.Body, BodyBase64: j.BodyBase64}))
 	}
 	tw.Flush()

@@ -25,6 +25,7 @@ type enqueueFlags struct {
 	backoff              string
 	priority             int
 	callbackURL          string
+	headers              []string // name=value
 	file                 string
 }
 
@@ -38,7 +39,7 @@ Enqueue one job described by the flags, or with --file every job of a JSON Lines
 request object per line, as in the API (for example {"id":"o-1","body":{"order":1},"delay_ms":60000}).
 A file is sent through the batch endpoint, 1000 jobs per request; each line succeeds or fails
 alone, and the failures are listed with their line numbers.`),
-		Example: `  delayq enqueue orders --body '{"order":42}' --delay 30m
+		Example: `  delayq enqueue orders --body '{"order":42}' --delay 30m --header x-tenant=acme
   delayq enqueue orders --id order-42 --body '"cancel"' --run-at 2026-11-22T10:00:00Z --backoff 15s,3m,10m
   delayq enqueue orders --file jobs.jsonl`,
 		Args: cobra.ExactArgs(1),
@@ -50,7 +51,7 @@ alone, and the failures are listed with their line numbers.`),
 	fl.addTemplateFlags(cmd)
 	f.StringVar(&fl.file, "file", "", `JSON Lines file of job requests ("-" for standard input)`)
 	cmd.MarkFlagsMutuallyExclusive("delay", "run-at")
-	for _, single := range []string{"id", "body", "body-base64", "delay", "run-at", "ttr", "max-retries", "backoff", "priority", "callback-url"} {
+	for _, single := range []string{"id", "body", "body-base64", "delay", "run-at", "ttr", "max-retries", "backoff", "priority", "callback-url", "header"} {
 		cmd.MarkFlagsMutuallyExclusive("file", single)
 	}
 	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
@@ -82,6 +83,7 @@ func (fl *enqueueFlags) addTemplateFlags(cmd *cobra.Command) {
 	f.StringVar(&fl.backoff, "backoff", "", "delays before each retry, such as 15s,3m,10m (the last repeats)")
 	f.IntVar(&fl.priority, "priority", 0, "among due jobs, higher goes first")
 	f.StringVar(&fl.callbackURL, "callback-url", "", "push delivery: the server POSTs the job to this URL when due")
+	f.StringArrayVar(&fl.headers, "header", nil, "name=value kept with the job and returned with it, such as x-tenant=acme; repeatable")
 	cmd.MarkFlagsMutuallyExclusive("body", "body-base64")
 }
 
@@ -123,7 +125,31 @@ func (fl *enqueueFlags) request(cmd *cobra.Command) (apiclient.JobRequest, error
 		}
 		r.Backoff = steps
 	}
+	var err error
+	if r.Headers, err = parseHeaders(fl.headers); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// parseHeaders reads --header flags, name=value each, into a map; nil when there are none.
+// The server checks names and values; a name given twice here would silently lose a value.
+func parseHeaders(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		name, value, ok := strings.Cut(f, "=")
+		if !ok || name == "" {
+			return nil, fmt.Errorf("--header %q: want name=value", f)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("--header %s is given twice", name)
+		}
+		out[name] = value
+	}
+	return out, nil
 }
 
 func newGetCmd() *cobra.Command {

@@ -98,16 +98,21 @@ func TestSearchFindsAJobByID(t *testing.T) {
 func TestJobPageShowsEveryField(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, nil)
-	s.enqueue("t", delayq.Spec{ID: "j", Body: []byte(`{"a":[1,2]}`), Format: delayq.FormatJSON, Priority: 7, Delay: time.Hour})
+	s.enqueue("t", delayq.Spec{ID: "j", Body: []byte(`{"a":[1,2]}`), Format: delayq.FormatJSON, Priority: 7, Delay: time.Hour,
+		Headers: map[string]string{"X-Tenant": "<acme>", "traceparent": "00-ab"}})
 	s.enqueue("t", delayq.Spec{ID: "bin", Body: []byte{0, 1, 2, 0xff}})
 	a := s.get("/topics/t/jobs/j")
 	wantStatus(t, "job", a, http.StatusOK)
-	for _, want := range []string{`id="state">delayed`, "{\n  &#34;a&#34;: [\n    1,", "<dt>Priority</dt><dd>7</dd>", "<dt>TTR</dt><dd>30000 ms", `id="run-now"`, `id="cancel"`} {
+	for _, want := range []string{`id="state">delayed`, "{\n  &#34;a&#34;: [\n    1,", "<dt>Priority</dt><dd>7</dd>", "<dt>TTR</dt><dd>30000 ms", `id="run-now"`, `id="cancel"`,
+		`<dd id="headers"><div><span class="id">traceparent</span>: 00-ab</div><div><span class="id">x-tenant</span>: &lt;acme&gt;</div></dd>`} {
 		if !strings.Contains(a.body, want) {
 			t.Errorf("job page lacks %q:\n%s", want, a.body)
 		}
 	}
 	b := s.get("/topics/t/jobs/bin")
+	if strings.Contains(b.body, `id="headers"`) {
+		t.Errorf("a job without headers shows them:\n%s", b.body)
+	}
 	if !strings.Contains(b.body, "AAEC/w==") || !strings.Contains(b.body, "00 01 02 ff") {
 		t.Errorf("binary body not as base64 and hex:\n%s", b.body)
 	}

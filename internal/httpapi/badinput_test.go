@@ -130,6 +130,7 @@ var badCases = []badCase{
 	{"field name in another case", "POST", "/v1/topics/fresh/jobs", "", `{"DELAY_MS": 5}`, false, 400, codeInvalid, "DELAY_MS"},
 	{"repeated key", "POST", "/v1/topics/fresh/jobs", "", `{"delay_ms": 5, "delay_ms": 6}`, false, 400, codeInvalid, "twice"},
 	{"repeated key in reserve", "POST", "/v1/topics/fresh/reserve", "", `{"max": 1, "max": 2}`, false, 400, codeInvalid, "twice"},
+	{"repeated header", "POST", "/v1/topics/fresh/jobs", "", `{"headers": {"a": "1", "a": "2"}}`, false, 400, codeInvalid, "invalid headers[a]: appears twice"},
 	{"field name in another case in reserve", "POST", "/v1/topics/fresh/reserve", "", `{"Max": 1}`, false, 400, codeInvalid, "exact"},
 	{"invalid UTF-8", "POST", "/v1/topics/fresh/jobs", "", "{\"body\": \"\xff\"}", false, 400, codeInvalid, "UTF-8"},
 	{"empty body", "POST", "/v1/topics/fresh/jobs", "", ``, false, 400, codeInvalid, ""},

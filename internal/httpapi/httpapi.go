@@ -150,8 +150,9 @@ func New(cfg Config) (http.Handler, error) {
 }
 
 // jobOverhead is room in an enqueue request for everything but the body: id, times, backoff
-// steps, callback URL and JSON punctuation, escapes included.
-const jobOverhead = 64 << 10
+// steps, callback URL and JSON punctuation, escapes included, and headers at their limit with
+// every byte written as a six-byte \u escape.
+const jobOverhead = 64<<10 + 6*delayq.MaxHeadersBytes
 
 // jobRequestBytes is the request limit of one enqueue: the body limit as base64 (the larger of
 // its two spellings) plus the other fields.

@@ -19,12 +19,13 @@ var rawMessage = reflect.TypeFor[json.RawMessage]()
 func checkKeys(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return walkKeys(dec, reflect.TypeOf(v))
+	return walkKeys(dec, reflect.TypeOf(v), "")
 }
 
 // walkKeys reads one value from dec, checking the keys of its objects against t (nil: not
-// checked).
-func walkKeys(dec *json.Decoder, t reflect.Type) error {
+// checked). field names the value in errors: a map's repeated key is field[key] (headers[a]),
+// so that the error says which object it is in.
+func walkKeys(dec *json.Decoder, t reflect.Type, field string) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -48,8 +49,12 @@ func walkKeys(dec *json.Decoder, t reflect.Type) error {
 				return nil
 			}
 			key, _ := kt.(string)
+			name := key
+			if t != nil && t.Kind() == reflect.Map && field != "" {
+				name = field + "[" + key + "]"
+			}
 			if t != nil && seen[key] {
-				return invalidf(key, "appears twice in one object")
+				return invalidf(name, "appears twice in one object")
 			}
 			seen[key] = true
 			var ft reflect.Type
@@ -67,7 +72,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type) error {
 			case t != nil && t.Kind() == reflect.Map:
 				ft = t.Elem()
 			}
-			if err := walkKeys(dec, ft); err != nil {
+			if err := walkKeys(dec, ft, name); err != nil {
 				return err
 			}
 		}
@@ -78,7 +83,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type) error {
 			elem = t.Elem()
 		}
 		for dec.More() {
-			if err := walkKeys(dec, elem); err != nil {
+			if err := walkKeys(dec, elem, field); err != nil {
 				return err
 			}
 		}

@@ -42,6 +42,7 @@ var beyondSchema = map[string]string{
 	"invalid UTF-8":                      "JSON syntax: kin-openapi reads invalid UTF-8 as U+FFFD",
 	"repeated key":                       "a schema sees the decoded object, where a key is once",
 	"repeated key in reserve":            "a schema sees the decoded object, where a key is once",
+	"repeated header":                    "a schema sees the decoded object, where a key is once",
 	"latin-1 charset":                    "kin-openapi matches media types without their parameters",
 	"bad content type syntax":            "kin-openapi matches media types without their parameters",
 	"reserve max float":                  "kin-openapi reads 2.0 as an integer, which OpenAPI 3.0's JSON Schema does not",

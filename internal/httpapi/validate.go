@@ -115,6 +115,7 @@ func specOf(q *apiv1.EnqueueRequest) (delayq.Spec, error) {
 	if q.CallbackURL != nil {
 		s.CallbackURL = *q.CallbackURL
 	}
+	s.Headers = q.Headers
 	return s, nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tinylib/msgp/msgp"
 )
@@ -30,13 +31,15 @@ type Record struct {
 	Callback        string
 	LastError       string
 	Lease           string
-	LeaseDeadlineMs int64 // 0 when not reserved
-	DiedMs          int64 // 0 when not dead
+	LeaseDeadlineMs int64             // 0 when not reserved
+	DiedMs          int64             // 0 when not dead
+	Headers         map[string]string // nil when the job has none
 }
 
 // A stored record is a run of MessagePack values in the order of lib.lua's F_ fields: priority,
 // callback URL, TTR, finished attempts, created at, delay, format, max retries, body, backoff,
-// last error, died at; trailing nils are left out. Strings are MessagePack str values, which
+// last error, died at, headers (a map of str to str, never empty); trailing nils are left out,
+// so a job without headers stores no bytes for them. Strings are MessagePack str values, which
 // Redis's cmsgpack reads (it refuses bin).
 
 // recordHead encodes the fields of a new job's record that come before created at.
@@ -63,6 +66,30 @@ func recordTail(j NewJob) []byte {
 		for _, ms := range j.BackoffMs {
 			b = msgp.AppendUint64(b, uint64(ms))
 		}
+	}
+	if len(j.Headers) > 0 {
+		if j.BackoffMs == nil {
+			b = msgp.AppendNil(b)
+		}
+		b = msgp.AppendNil(b) // last error
+		b = msgp.AppendNil(b) // died at
+		b = appendHeaders(b, j.Headers)
+	}
+	return b
+}
+
+// appendHeaders encodes h as a map in the order of its names, so that the same job always
+// encodes to the same bytes: enqueue tells a repeated call by comparing them.
+func appendHeaders(b []byte, h map[string]string) []byte {
+	names := make([]string, 0, len(h))
+	for name := range h {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	b = msgp.AppendMapHeader(b, uint32(len(names)))
+	for _, name := range names {
+		b = msgp.AppendString(b, name)
+		b = msgp.AppendString(b, h[name])
 	}
 	return b
 }
@@ -117,6 +144,7 @@ func decodeRecord(b []byte, r *Record) error {
 	r.BackoffMs = d.ints()
 	r.LastError = d.str()
 	r.DiedMs = d.int()
+	r.Headers = d.strmap()
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after the last field", len(d.b))
 	}
@@ -186,6 +214,38 @@ func (d *recordDecoder) ints() []int64 {
 		var v int64
 		v, d.b, d.err = msgp.ReadInt64Bytes(d.b)
 		out = append(out, v)
+	}
+	return out
+}
+
+// strmap reads a map of strings; an empty one (which Lua would write as an empty array) reads
+// as nil.
+func (d *recordDecoder) strmap() map[string]string {
+	if d.absent() {
+		return nil
+	}
+	if msgp.NextType(d.b) == msgp.ArrayType {
+		var n uint32
+		if n, d.b, d.err = msgp.ReadArrayHeaderBytes(d.b); d.err == nil && n != 0 {
+			d.err = fmt.Errorf("headers: an array of %d values, not a map", n)
+		}
+		return nil
+	}
+	var n uint32
+	n, d.b, d.err = msgp.ReadMapHeaderBytes(d.b)
+	if d.err != nil || n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for range n {
+		var name, value []byte
+		if name, d.b, d.err = msgp.ReadStringZC(d.b); d.err != nil {
+			return nil
+		}
+		if value, d.b, d.err = msgp.ReadStringZC(d.b); d.err != nil {
+			return nil
+		}
+		out[string(name)] = string(value)
 	}
 	return out
 }

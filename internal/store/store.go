@@ -129,6 +129,7 @@ type NewJob struct {
 	Body       []byte
 	BackoffMs  []int64 // nil for the default
 	Callback   string
+	Headers    map[string]string // nil or validated: lower-case names, never empty
 }
 
 // Added is the outcome of adding one job: its due time and creation time, or ErrExists. A job

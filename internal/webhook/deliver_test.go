@@ -25,6 +25,7 @@ func TestDeliverOnTime(t *testing.T) {
 	job := e.enqueue(t, "orders", delayq.Spec{
 		ID: "o-42", Body: []byte(body), Format: delayq.FormatJSON,
 		Delay: 200 * time.Millisecond, CallbackURL: rcv.url("/hook"),
+		Headers: map[string]string{"TraceParent": "00-ab-cd-01"},
 	})
 	m := newMetrics()
 	e.start(t, Config{Metrics: m})
@@ -64,6 +65,11 @@ func TestDeliverOnTime(t *testing.T) {
 	}
 	if _, ok := d.fields["body_base64"]; ok {
 		t.Errorf("a JSON job came with body_base64: %s", d.body)
+	}
+	var gotHeaders map[string]string
+	_ = json.Unmarshal(d.fields["headers"], &gotHeaders)
+	if diff := cmp.Diff(map[string]string{"traceparent": "00-ab-cd-01"}, gotHeaders); diff != "" {
+		t.Errorf("the job's headers in the payload (-want +got):\n%s", diff)
 	}
 
 	// The headers, and a signature that a Standard Webhooks receiver accepts.

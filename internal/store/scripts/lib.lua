@@ -39,7 +39,11 @@ local CALL, WINDOW = KEYS[11], tonumber(ARGV[2])
 -- every call, and tables made per call cost garbage collection.
 local F_PRIORITY, F_CALLBACK, F_TTR, F_ATTEMPTS, F_CREATED, F_DELAY = 1, 2, 3, 4, 5, 6
 local F_FORMAT, F_MAX_RETRIES, F_BODY, F_BACKOFF, F_LAST_ERROR, F_DIED_AT = 7, 8, 9, 10, 11, 12
-local NFIELDS = 12
+-- F_HEADERS is a map of header name to value, absent when the job has none (never an empty
+-- table, which cmsgpack would pack as an array). cmsgpack unpacks it into a table with string
+-- keys and packs that back as a map, so scripts that rewrite a record keep it as it was.
+local F_HEADERS = 13
+local NFIELDS = 13
 
 -- States as replies report them; the Go store's State constants match.
 local S_DELAYED, S_READY, S_RESERVED, S_DEAD = 1, 2, 3, 4

@@ -1,0 +1,30 @@
+package delayqtest
+
+import (
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/testhooks"
+)
+
+// AdvanceClock moves the clock that client's operations read forward by d, to the
+// millisecond, for tests only. delayq's due times, retries and lease deadlines follow the
+// Redis server's clock; AdvanceClock does not touch the server: it adds d to the time every
+// operation of this Client reads from it. So after AdvanceClock(client, time.Hour) a job
+// enqueued with a delay of an hour is due for client's Reserve and for Drain at once, a lease
+// whose TTR the move passed fails at client's next reserve (as an expired lease does), and
+// client's new jobs are stamped an hour ahead. Other Clients, on the same Redis or not, keep the server's clock and do not see
+// the move; Redis's own expiries (call records kept for replays) do not see it either. The
+// moves of one Client add up; a negative d moves its clock back.
+//
+// A Worker plans its waits by the clock as it read it: one of client that is already running
+// when the clock moves does not notice the move, and may leave the jobs it made due alone.
+// Move the clock before starting a Worker, or run handlers with Drain, which sees every move.
+func AdvanceClock(client *delayq.Client, d time.Duration) {
+	testhooks.AdvanceClock(client, d)
+}
+
+// ClockOffset returns how far AdvanceClock has moved client's clock in all.
+func ClockOffset(client *delayq.Client) time.Duration {
+	return testhooks.ClockOffset(client)
+}

@@ -1,0 +1,148 @@
+package store
+
+import (
+	"encoding/hex"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/delayq/delayq/internal/keys"
+)
+
+var goldenHeaders = map[string]string{"traceparent": "00-ab", "b": "2"}
+
+// liveHeaders are headers whose names Lua could mistake for array positions, and an empty
+// value: a record rewritten by a script must keep them as a map of strings.
+var liveHeaders = map[string]string{"traceparent": "00-ab", "1": "one", "2": "", "007": "x"}
+
+// Headers follow died at, so a job with headers writes nils for the fields between, and the
+// map lists its names in order: the same job must always encode to the same bytes.
+func TestRecordTailWithHeadersGolden(t *testing.T) {
+	const headers = "82" + "a162" + "a132" + "ab7472616365706172656e74" + "a5" + "30302d6162"
+	tests := []struct {
+		name string
+		job  NewJob
+		want string
+	}{
+		{"with backoff", func() NewJob { j := goldenJob; j.Headers = goldenHeaders; return j }(),
+			goldenTail + "c0c0" + headers},
+		{"default backoff", func() NewJob {
+			j := goldenJob
+			j.BackoffMs, j.Headers = nil, goldenHeaders
+			return j
+		}(), "0103ac7b226f72646572223a34327d" + "c0c0c0" + headers},
+		{"empty map", func() NewJob { j := goldenJob; j.Headers = map[string]string{}; return j }(), goldenTail},
+	}
+	for _, tt := range tests {
+		for range 5 { // map order varies from run to run
+			if got := hex.EncodeToString(recordTail(tt.job)); got != tt.want {
+				t.Fatalf("%s: record tail\n%s\nwant\n%s", tt.name, got, tt.want)
+			}
+		}
+	}
+}
+
+func TestDecodeRecordHeaders(t *testing.T) {
+	j := goldenJob
+	j.BackoffMs, j.Headers = nil, goldenHeaders
+	b := append(append([]byte(nil), recordHead(j)...), 0x01, 0x02) // created at 1, delay 2
+	b = append(b, recordTail(j)...)
+	var r Record
+	if err := decodeRecord(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(goldenHeaders, r.Headers); diff != "" {
+		t.Errorf("headers (-want +got):\n%s", diff)
+	}
+	if r.BackoffMs != nil || r.LastError != "" || r.DiedMs != 0 {
+		t.Errorf("the nils before the headers read as %v, %q, %d", r.BackoffMs, r.LastError, r.DiedMs)
+	}
+	if err := decodeRecord(b[:len(b)-3], &r); err == nil {
+		t.Error("a record cut inside its headers decoded without an error")
+	}
+}
+
+// Every script that rewrites a record (nack, expiry, release, reschedule, dead requeue) must
+// write the headers back as the map they were.
+func TestHeadersSurviveRecordRewrites(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	job := NewJob{ID: "h", TTRMs: 30000, MaxRetries: 1, Body: []byte("x"), Headers: liveHeaders}
+	if out := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}}); out[0].Err != nil || out[0].Jobs[0].Err != nil {
+		t.Fatalf("enqueue: %+v", out[0])
+	}
+	check := func(step string) {
+		t.Helper()
+		r, err := s.Get(ctx, p, "h")
+		if err != nil {
+			t.Fatalf("%s: get: %v", step, err)
+		}
+		if diff := cmp.Diff(liveHeaders, r.Headers); diff != "" {
+			t.Fatalf("%s: headers (-want +got):\n%s", step, diff)
+		}
+	}
+	check("enqueue")
+	lease := reserveOne(t, s, p)
+	if err := s.Release(ctx, p, "h", lease); err != nil {
+		t.Fatalf("release: %v", err)
+	}
+	check("release")
+	if _, err := s.Reschedule(ctx, p, "h", true, 0); err != nil {
+		t.Fatalf("reschedule: %v", err)
+	}
+	check("reschedule")
+	for i := range 2 { // the second failure uses up the one retry
+		lease = reserveOne(t, s, p)
+		if _, err := s.Nack(ctx, p, "h", lease, "boom", 0, false); err != nil {
+			t.Fatalf("nack %d: %v", i, err)
+		}
+		check("nack")
+	}
+	r, _ := s.Get(ctx, p, "h")
+	if r.State != StateDead {
+		t.Fatalf("state %d after two failures, want dead", r.State)
+	}
+	if n, err := s.DeadRequeue(ctx, p, []string{"h"}, 10); err != nil || n != 1 {
+		t.Fatalf("dead requeue: %d, %v", n, err)
+	}
+	check("dead requeue")
+}
+
+// A repeated enqueue of a job with headers is told by its bytes, so it answers as a repeat.
+func TestEnqueueRepeatWithHeaders(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetReplayWindow(30 * time.Second)
+	job := NewJob{ID: "rep", DelayMs: 60000, TTRMs: 30000, MaxRetries: 3, Body: []byte("x"),
+		Headers: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}}
+	first := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}})
+	if first[0].Err != nil || first[0].Jobs[0].Err != nil {
+		t.Fatalf("first enqueue: %+v", first[0])
+	}
+	for range 3 {
+		again := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}})
+		if again[0].Err != nil || again[0].Jobs[0].Err != nil || !again[0].Jobs[0].Repeat {
+			t.Fatalf("the same enqueue again: %+v, want a repeat", again[0])
+		}
+	}
+	other := job
+	other.Headers = map[string]string{"a": "1"}
+	if again := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{other}}); again[0].Jobs[0].Err != ErrExists {
+		t.Fatalf("the same id with other headers: %+v, want ErrExists", again[0])
+	}
+}
+
+// reserveOne leases the partition's one due job and returns its lease, checking that the
+// reserved record carries its headers.
+func reserveOne(t *testing.T, s *Store, p keys.Partition) string {
+	t.Helper()
+	got, err := s.Reserve(testCtx(t), p, ReserveCall{Call: NewCallID(), Secret: NewCallID(), Lane: LanePull, Max: 1, Bulk: 100})
+	if err != nil || len(got.Jobs) != 1 {
+		t.Fatalf("reserve: %+v, %v", got, err)
+	}
+	if diff := cmp.Diff(liveHeaders, got.Jobs[0].Headers); diff != "" {
+		t.Fatalf("reserved headers (-want +got):\n%s", diff)
+	}
+	return got.Jobs[0].Lease
+}
