@@ -142,8 +142,8 @@ func TestLinkTracesStartsANewTraceLinkedToTheEnqueue(t *testing.T) {
 	}
 }
 
-func TestEnqueueKeepsTheCallersTraceparentAndAddsNoneOutsideASpan(t *testing.T) {
-	c, _, tracer := newTracedClient(t)
+func TestEnqueueKeepsTheCallersTraceparent(t *testing.T) {
+	c, exp, tracer := newTracedClient(t)
 	own := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	ctx, span := tracer.Start(testContext(t), "request")
 	defer span.End()
@@ -154,12 +154,31 @@ func TestEnqueueKeepsTheCallersTraceparentAndAddsNoneOutsideASpan(t *testing.T) 
 	if job.Headers["traceparent"] != own {
 		t.Fatalf("traceparent %q, want the caller's %q", job.Headers["traceparent"], own)
 	}
+	// Outside any span, the send span starts the job's trace.
+	root, err := c.Enqueue(testContext(t), "t", Spec{ID: "root"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var send tracetest.SpanStub
+	for _, s := range exp.GetSpans() {
+		if s.Name == "send t" && !s.Parent.IsValid() {
+			send = s
+		}
+	}
+	if want := "00-" + send.SpanContext.TraceID().String() + "-" + send.SpanContext.SpanID().String() + "-01"; root.Headers["traceparent"] != want {
+		t.Fatalf("a job enqueued outside any span: traceparent %q, want the root send span's %q", root.Headers["traceparent"], want)
+	}
+}
+
+// Without an SDK and outside any span there is no trace: the job gets no headers.
+func TestNoTraceNoHeaders(t *testing.T) {
+	c, _ := newTestClient(t, Config{})
 	plain, err := c.Enqueue(testContext(t), "t", Spec{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if plain.Headers != nil {
-		t.Fatalf("a job enqueued outside any span got headers %v", plain.Headers)
+		t.Fatalf("a job enqueued outside any trace got headers %v", plain.Headers)
 	}
 }
 
@@ -175,5 +194,36 @@ func TestTraceContextTravelsWithoutAnSDK(t *testing.T) {
 	}
 	if job.Headers["traceparent"] != incoming {
 		t.Fatalf("traceparent %q, want the incoming %q", job.Headers["traceparent"], incoming)
+	}
+}
+
+// An enqueue tried again in a new span (as an instrumented HTTP client's retry is) differs from
+// the first only in its trace context: it is still the same call, answered with the first job.
+// Any other difference in its headers is not.
+func TestEnqueueRepeatedInAnotherSpanAnswersTheFirst(t *testing.T) {
+	c, _, tracer := newTracedClient(t)
+	spec := Spec{ID: "a", Body: []byte("one"), Delay: time.Minute, Headers: map[string]string{"tenant": "x"}}
+	ctx1, span1 := tracer.Start(testContext(t), "try 1")
+	first, err := c.Enqueue(ctx1, "t", spec)
+	span1.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, span2 := tracer.Start(testContext(t), "try 2")
+	defer span2.End()
+	again, err := c.Enqueue(ctx2, "t", spec)
+	if err != nil {
+		t.Fatalf("the same enqueue in another span = %v, want the first job", err)
+	}
+	if !again.CreatedAt.Equal(first.CreatedAt) || again.Headers["traceparent"] == "" {
+		t.Fatalf("the repeat answered created %v headers %v, want the first job's %v", again.CreatedAt, again.Headers, first.CreatedAt)
+	}
+	spec.Headers = map[string]string{"tenant": "y"}
+	if _, err := c.Enqueue(ctx2, "t", spec); !errors.Is(err, ErrExists) {
+		t.Fatalf("an enqueue with another header = %v, want ErrExists", err)
+	}
+	spec.Headers = nil
+	if _, err := c.Enqueue(ctx2, "t", spec); !errors.Is(err, ErrExists) {
+		t.Fatalf("an enqueue without the header = %v, want ErrExists", err)
 	}
 }

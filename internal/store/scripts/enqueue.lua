@@ -13,10 +13,11 @@
 -- repeats with their times, from which a second run of the call rebuilds the same answer and
 -- stores nothing. The record is read first: by the second run the jobs may have been acked or
 -- cancelled, and must not come back.
--- A repeat is told by its record: the same fields, byte for byte, as this call would store, at
--- the same due time, created no longer than the window ago, never failed (a failure rewrites
--- the record) nor released or rescheduled (those change the delay). So a caller whose answer was lost may
--- send the same job again and learn that it was stored, without a second job.
+-- A repeat is told by its record: the same fields as this call would store (byte for byte but
+-- for the trace headers, which a retry in a new span changes), at the same due time, created no
+-- longer than the window ago, never failed (a failure rewrites the record) nor released or
+-- rescheduled (those change the delay). So a caller whose answer was lost may send the same
+-- job again and learn that it was stored, without a second job.
 local n = tonumber(ARGV[3])
 local LANES = ARGV[4]
 
@@ -51,6 +52,35 @@ local function replay()
   return out
 end
 
+-- TRACE_HEADERS are the headers that carry a job's trace context, which a call tried again in
+-- a new span changes: they do not make it another call.
+local TRACE_HEADERS = {traceparent = true, tracestate = true}
+
+-- same_values reports whether two record fields are equal: scalars, or arrays and maps of
+-- scalars (backoff, headers), the trace headers aside.
+local function same_values(x, y)
+  if type(x) ~= 'table' or type(y) ~= 'table' then return x == y end
+  for k, v in pairs(x) do
+    if not TRACE_HEADERS[k] and y[k] ~= v then return false end
+  end
+  for k, v in pairs(y) do
+    if not TRACE_HEADERS[k] and x[k] ~= v then return false end
+  end
+  return true
+end
+
+-- same_but_trace reports whether two records differ at most in their trace headers. Only a
+-- record that is not byte-equal is unpacked: the cost falls on enqueues of existing ids.
+local function same_but_trace(a, b)
+  local x, y = {cmsgpack.unpack(a)}, {cmsgpack.unpack(b)}
+  for i = 1, NFIELDS do
+    local xi, yi = x[i], y[i]
+    if i == F_HEADERS then xi, yi = xi or {}, yi or {} end
+    if not same_values(xi, yi) then return false end
+  end
+  return true
+end
+
 -- repeat_of answers the due time and creation time of job id when its stored record is the one
 -- this call would store for it (head and tail), made within the window at the due time this
 -- call asks for (delay, or run_at when delay is ''); else nil.
@@ -66,7 +96,8 @@ local function repeat_of(id, delay, run_at, head, tail)
   elseif created + d ~= tonumber(run_at) then
     return nil
   end
-  if stored ~= head .. cmsgpack.pack(created, d) .. tail then return nil end
+  local wanted = head .. cmsgpack.pack(created, d) .. tail
+  if stored ~= wanted and not same_but_trace(stored, wanted) then return nil end
   return created + d, created
 end
 
