@@ -104,7 +104,7 @@ func TestTraceLinksEnqueueToDelivery(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, a := range process.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	for k, v := range map[string]string{"messaging.system": "delayq", "messaging.destination.name": "orders",
 		"messaging.message.id": "o1", "messaging.operation.type": "process", "delayq.job.attempt": "1", "delayq.outcome": "nack"} {
