@@ -139,3 +139,53 @@ func TestServerExportsTracesOverOTLP(t *testing.T) {
 		t.Errorf("service names %v, want delayq", recv.services)
 	}
 }
+
+// A job enqueued over HTTP with a traceparent is delivered to its callback in the same trace,
+// and a pull consumer finds the trace context in the reserved job's headers.
+func TestTraceparentFromEnqueueToWebhookAndReserve(t *testing.T) {
+	t.Parallel()
+	got := make(chan string, 1)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("traceparent"):
+		default:
+		}
+	}))
+	t.Cleanup(hook.Close)
+	secret, _ := runCLI(t, nil, "webhook-secret")
+	s := startServer(t, nil, "--webhook-secret", strings.TrimSpace(secret), "--webhook-allow-cidr", "127.0.0.0/8")
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	incoming := "00-" + traceID + "-00f067aa0ba902b7-01"
+	post := func(topic, body string) {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/v1/topics/"+topic+"/jobs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("traceparent", incoming)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("enqueue to %s: status %d", topic, resp.StatusCode)
+		}
+	}
+	post("pushed", `{"body":1,"callback_url":"`+hook.URL+`/cb"}`)
+	post("pulled", `{"body":1}`)
+	select {
+	case tp := <-got:
+		if !strings.HasPrefix(tp, "00-"+traceID+"-") {
+			t.Errorf("the webhook request's traceparent %q, want one in trace %s", tp, traceID)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no webhook request")
+	}
+	var res struct {
+		Jobs []struct {
+			Headers map[string]string `json:"headers"`
+		} `json:"jobs"`
+	}
+	s.mustJSON(t, &res, "reserve", "pulled")
+	if len(res.Jobs) != 1 || !strings.HasPrefix(res.Jobs[0].Headers["traceparent"], "00-"+traceID+"-") {
+		t.Fatalf("reserved %+v, want a job whose headers carry trace %s", res.Jobs, traceID)
+	}
+}
