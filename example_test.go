@@ -71,3 +71,40 @@ func ExampleClient_Reserve() {
 	}
 	// Output: n1 retry the payment webhook 1
 }
+
+// A Middleware wraps every handler of a Worker: here, one that tags each job's work with its
+// tenant, read from the job's headers. Package middleware has ready-made ones (logging,
+// metrics, timeouts, tracing).
+func ExampleWorker_Use() {
+	ctx := context.Background()
+	rdb := exampleRedis.NewClient()
+	defer rdb.Close()
+	client, err := delayq.New(ctx, rdb, delayq.Config{Namespace: "example-use"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	tenant := func(next delayq.Handler) delayq.Handler {
+		return func(ctx context.Context, job *delayq.Job) error {
+			fmt.Printf("tenant %s: ", job.Headers["tenant"])
+			return next(ctx, job)
+		}
+	}
+	done := make(chan struct{})
+	worker, _ := delayq.NewWorker(client, delayq.WorkerConfig{})
+	worker.Use(tenant)
+	worker.Handle("reports", func(ctx context.Context, job *delayq.Job) error {
+		fmt.Printf("report %s\n", job.ID)
+		close(done)
+		return nil
+	})
+	_, err = client.Enqueue(ctx, "reports", delayq.Spec{ID: "r-7", Headers: map[string]string{"Tenant": "acme"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	worker.Start(ctx)
+	<-done
+	worker.Stop(ctx)
+	// Output: tenant acme: report r-7
+}
