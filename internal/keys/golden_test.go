@@ -25,6 +25,7 @@ func TestKeyLayoutGolden(t *testing.T) {
 		"delayq:{orders.eu-1#7}:leases",
 		"delayq:{orders.eu-1#7}:settings",
 		"delayq:{orders.eu-1#7}:starts",
+		"delayq:{orders.eu-1#7}:history",
 		"delayq:{orders.eu-1#7}:call:c1",
 		"delayq:topics",
 		"delayq:topics:new",

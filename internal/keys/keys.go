@@ -68,6 +68,12 @@ func (p Partition) Settings() string { return p.prefix + "settings" }
 // topic has a rate limit.
 func (p Partition) Starts() string { return p.prefix + "starts" }
 
+// History is a STREAM of the outcomes of the partition's jobs (acked, dead, cancelled, …) waiting
+// to be archived, appended by the script that makes each outcome while archiving is on, read and
+// emptied by the archiver (internal/archive). Each entry's fields are "o" (the outcome), "i" (the
+// job id), "r" (the job's record as it was then) and "t" (when, Unix ms, server clock).
+func (p Partition) History() string { return p.prefix + "history" }
+
 // Call is a STRING that records the outcome of one script call (named by a call id the caller
 // makes) for a short replay window, so that the same call sent again answers as the first did.
 // It expires by itself (PX).
@@ -81,7 +87,7 @@ func (p Partition) Ticks() string { return p.prefix + "ticks" }
 // All returns the partition's keys in the order the scripts expect them in KEYS.
 func (p Partition) All() []string {
 	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases(),
-		p.Settings(), p.Starts()}
+		p.Settings(), p.Starts(), p.History()}
 }
 
 // Topics is a HASH: topic name -> its partition count. It is the registry behind topic listing,

@@ -60,6 +60,9 @@ type Store struct {
 	// waitTimeout (see SetWaitReplicas).
 	waitReplicas int
 	waitTimeout  time.Duration
+
+	// archive is ARGV[3] of every script: 0, or the history stream's bound (see SetArchive).
+	archive atomic.Int64
 }
 
 // New returns a Store for keys under namespace ns.
@@ -86,10 +89,20 @@ func (s *Store) SetWaitReplicas(n int, timeout time.Duration) {
 	s.waitReplicas, s.waitTimeout = n, timeout
 }
 
+// SetArchive makes every script append the outcomes of jobs to their partition's history
+// stream, keeping at most keep entries waiting there (the oldest are dropped and counted past
+// it); failed adds each failed attempt that will be retried. keep 0 turns archiving off.
+func (s *Store) SetArchive(keep int64, failed bool) {
+	if failed {
+		keep = -keep
+	}
+	s.archive.Store(keep)
+}
+
 // Partition returns the keys of partition n of topic.
 func (s *Store) Partition(topic string, n int) keys.Partition { return keys.For(s.ns, topic, n) }
 
-// script is one call of a script: its KEYS and its own arguments (from ARGV[3] on).
+// script is one call of a script: its KEYS and its own arguments (from ARGV[4] on).
 type script struct {
 	keys []string
 	args []any
@@ -110,7 +123,7 @@ func (s *Store) argv(c script) []any {
 	if c.records {
 		window = s.replayWindow.Milliseconds()
 	}
-	return append([]any{s.clockOffset.Load(), window}, c.args...)
+	return append([]any{s.clockOffset.Load(), window, s.archive.Load()}, c.args...)
 }
 
 func (s *Store) run(ctx context.Context, sc *redis.Script, c script) *redis.Cmd {

@@ -1,8 +1,8 @@
 -- abandon.lua: undo a reserve call whose answer its caller never read (the caller gave up, or
 -- the connection broke): the jobs it leased are put back as if never leased, their attempt not
 -- counted, and a call that has not run yet never will.
--- KEYS: see lib.lua; KEYS[11] is the reserve call's record.
--- ARGV[3] the reserve call's lease secret.
+-- KEYS: see lib.lua; KEYS[12] is the reserve call's record.
+-- ARGV[4] the reserve call's lease secret.
 -- Returns {0} when the call had not run (its acks did not happen either), else {1, acked, n}:
 -- acked as the reserve answered it, n the jobs put back.
 local r = recorded()
@@ -17,7 +17,7 @@ local rec = {cmsgpack.unpack(r)}
 local n = 0
 local lanes = {}
 for _, id in ipairs(rec[4]) do
-  local token = lease_token(ARGV[3], id)
+  local token = lease_token(ARGV[4], id)
   if redis.call('HGET', LEASES, id) == token then
     local job = redis.call('HGET', JOBS, id)
     if job then

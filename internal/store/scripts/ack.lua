@@ -1,14 +1,14 @@
 -- ack.lua: reserved jobs are done; remove them.
--- KEYS: see lib.lua; then KEYS[10 + k] is the record of pair k's ack, k counting from 1 (per
+-- KEYS: see lib.lua; then KEYS[11 + k] is the record of pair k's ack, k counting from 1 (per
 -- lease, not per call, so that acking a lease again answers as the first ack did, whichever
 -- call carried it).
--- ARGV[3..]: pairs of id, lease.
+-- ARGV[4..]: pairs of id, lease.
 -- Returns ack_leases()'s value per pair: 1 when acked now or by an earlier ack of the same
 -- lease, 0 when the lease is not the job's current one.
-local out = ack_leases(3)
+local out = ack_leases(4)
 local freed = 0
 for k, v in ipairs(out) do
-  local key = KEYS[10 + k]
+  local key = KEYS[11 + k]
   if v == 1 then
     freed = freed + 1
     if WINDOW > 0 then redis.call('SET', key, '1', 'PX', WINDOW) end

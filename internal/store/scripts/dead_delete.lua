@@ -1,14 +1,14 @@
 -- dead_delete.lua: delete dead jobs for good.
--- KEYS: see lib.lua. ARGV[3] 'all' or 'ids'; ARGV[4] limit (for 'all'); ARGV[5..] ids (for 'ids').
+-- KEYS: see lib.lua. ARGV[4] 'all' or 'ids'; ARGV[5] limit (for 'all'); ARGV[6..] ids (for 'ids').
 -- Returns the number deleted.
 local r = recorded()
 if r == '' then return redis.error_reply(ABANDONED) end
 if r then return cmsgpack.unpack(r) end
 local ids
-if ARGV[3] == 'all' then
-  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[4]) - 1)
+if ARGV[4] == 'all' then
+  ids = redis.call('ZRANGE', DEAD, 0, tonumber(ARGV[5]) - 1)
 else
-  ids = {unpack(ARGV, 5)}
+  ids = {unpack(ARGV, 6)}
 end
 local n = 0
 for _, id in ipairs(ids) do

@@ -1,9 +1,9 @@
 -- dead_list.lua: page through a partition's dead letters in id order.
--- KEYS: see lib.lua. ARGV[3] the last id of the previous page ('' to start); ARGV[4] page size.
+-- KEYS: see lib.lua. ARGV[4] the last id of the previous page ('' to start); ARGV[5] page size.
 -- Returns the jobs as reply().
 local from = '-'
-if ARGV[3] ~= '' then from = '(' .. ARGV[3] end
-local ids = redis.call('ZRANGE', DEAD, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[4]))
+if ARGV[4] ~= '' then from = '(' .. ARGV[4] end
+local ids = redis.call('ZRANGE', DEAD, from, '+', 'BYLEX', 'LIMIT', 0, tonumber(ARGV[5]))
 local out = {}
 for _, id in ipairs(ids) do
   local rec = redis.call('HGET', JOBS, id)

@@ -1,6 +1,6 @@
 -- enqueue.lua: add jobs to one partition; each job succeeds or fails alone.
 -- KEYS: see lib.lua.
--- ARGV[3] job count n; ARGV[4] the jobs' lanes, a character each: '1' push (a callback URL),
+-- ARGV[4] job count n; ARGV[5] the jobs' lanes, a character each: '1' push (a callback URL),
 -- '0' pull; then n groups of 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
@@ -18,8 +18,8 @@
 -- longer than the window ago, never failed (a failure rewrites the record) nor released or
 -- rescheduled (those change the delay). So a caller whose answer was lost may send the same
 -- job again and learn that it was stored, without a second job.
-local n = tonumber(ARGV[3])
-local LANES = ARGV[4]
+local n = tonumber(ARGV[4])
+local LANES = ARGV[5]
 
 -- add appends values to list t.
 local function add(t, ...)
@@ -38,7 +38,7 @@ local function replay()
   for k = 1, #rs, 3 do repeats[rs[k]] = {rs[k + 1], rs[k + 2]} end
   local out = {now}
   for i = 0, n - 1 do
-    local a = 5 + i * 5
+    local a = 6 + i * 5
     if existed[i] then
       add(out, 0, 0, 0)
     elseif repeats[i] then
@@ -111,7 +111,7 @@ local scheduled = {}
 local existed = {}
 local repeats = {}
 for i = 0, n - 1 do
-  local a = 5 + i * 5
+  local a = 6 + i * 5
   local id = ARGV[a]
   local t
   if ARGV[a + 1] ~= '' then t = NOW + tonumber(ARGV[a + 1]) else t = tonumber(ARGV[a + 2]) end

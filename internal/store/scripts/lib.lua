@@ -15,13 +15,18 @@
 --                      for display); a missing field is no limit
 --   KEYS[10] starts    ZSET  the lease tokens of the deliveries started within the rate
 --                      limit's period, score = when each started (Unix ms)
---   KEYS[11] call      STRING this call's recorded outcome (scripts that change state only)
+--   KEYS[11] history   STREAM the outcomes of the partition's jobs (acked, dead, cancelled...)
+--                      waiting to be archived, while archiving is on (ARGV[3])
+--   KEYS[12] call      STRING this call's recorded outcome (scripts that change state only)
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
 -- ARGV[2] is always the replay window in ms: a script that changed something records its outcome
--- under KEYS[11] for that long, and a second run of the same call (a Redis client re-sending it
+-- under KEYS[12] for that long, and a second run of the same call (a Redis client re-sending it
 -- after a lost reply, or the caller retrying) answers that outcome instead of acting again.
--- 0 records nothing. A script's own arguments start at ARGV[3].
+-- 0 records nothing.
+-- ARGV[3] is always the archive setting: 0 when job outcomes are not archived, else the most
+-- outcomes the history stream keeps waiting for the archiver (positive: jobs' ends only;
+-- negative: failed attempts too). A script's own arguments start at ARGV[4].
 --
 -- A job record is a run of MessagePack values in the order of F below; trailing nils are left
 -- out. The fields the hot paths read come first, so promote and reserve read them with
@@ -33,7 +38,8 @@
 local JOBS, DELAYED, READY, READY_PUSH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local RESERVED, DEAD, NOTIFY, LEASES = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
 local SETTINGS, STARTS = KEYS[9], KEYS[10]
-local CALL, WINDOW = KEYS[11], tonumber(ARGV[2])
+local HISTORY, CALL, WINDOW = KEYS[11], KEYS[12], tonumber(ARGV[2])
+local ARCHIVE = tonumber(ARGV[3])
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
 -- every call, and tables made per call cost garbage collection.

@@ -1,15 +1,15 @@
 -- list.lua: page through the jobs of one state in a partition, in the order the state is served.
 -- KEYS: see lib.lua.
--- ARGV[3] state: 'delayed', 'ready' or 'reserved'. ARGV[4..6] the position of the last job of
--- the previous page: segment, score, id ('' segment to start). ARGV[7] page size.
+-- ARGV[4] state: 'delayed', 'ready' or 'reserved'. ARGV[5..7] the position of the last job of
+-- the previous page: segment, score, id ('' segment to start). ARGV[8] page size.
 -- A position is (segment, score, id), compared in that order. Segments of 'ready': 0 for jobs
 -- due but still in the delayed set (score: due time), 1 for the ready sets (score:
 -- ready_score, that is priority, then due time). 'delayed' (score: due time) and 'reserved'
 -- (score: lease deadline) have segment 0 only.
 -- Returns up to the page size of {segment, score, id}, in position order: positions only, so
 -- that a page over many partitions reads the records of the jobs it shows and no others.
-local limit = tonumber(ARGV[7])
-local after_seg, after_score, after_id = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
+local limit = tonumber(ARGV[8])
+local after_seg, after_score, after_id = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7]
 
 -- from_source returns up to limit {segment, score, id} of src.set after the cursor whose scores
 -- src.fits. Ties on the cursor's score are skipped from the cursor member's rank when it is still
@@ -40,7 +40,7 @@ local function from_source(src)
     return out
   end
   local from = src.lo
-  if src.fits(after_score) then from = ARGV[5] end
+  if src.fits(after_score) then from = ARGV[6] end
   local offset = 0
   while true do
     local flat = redis.call('ZRANGE', set, from, src.hi, 'BYSCORE', 'LIMIT', offset, limit, 'WITHSCORES')
@@ -52,9 +52,9 @@ end
 local function any() return true end
 local function after_now(s) return s > NOW end
 local sources
-if ARGV[3] == 'delayed' then
+if ARGV[4] == 'delayed' then
   sources = {{seg = 0, set = DELAYED, lo = '(' .. NOW, hi = '+inf', hi_num = math.huge, fits = after_now}}
-elseif ARGV[3] == 'ready' then
+elseif ARGV[4] == 'ready' then
   sources = {
     {seg = 0, set = DELAYED, lo = '-inf', hi = NOW, hi_num = NOW, fits = any},
     {seg = 1, set = READY, lo = '-inf', hi = '+inf', hi_num = math.huge, fits = any},

@@ -3,17 +3,17 @@
 -- take the best jobs of all of them. It records nothing: what it changes is what any later
 -- call would change first, so running it twice is running it once.
 -- KEYS: see lib.lua.
--- ARGV[3] lane: 'pull' or 'push'; ARGV[4] how many scores; ARGV[5] bulk limit.
+-- ARGV[4] lane: 'pull' or 'push'; ARGV[5] how many scores; ARGV[6] bulk limit.
 -- Returns {now, next, score_1, ..., score_k}: next as reserve.lua's, the scores
 -- (ready_score(priority, due time), lowest first) as strings, of no more jobs than the topic's
 -- controls would let a reserve take.
-local limit = tonumber(ARGV[5])
+local limit = tonumber(ARGV[6])
 expire_leases(limit)
 promote(limit)
 local set = READY
-if ARGV[3] == 'push' then set = READY_PUSH end
+if ARGV[4] == 'push' then set = READY_PUSH end
 local paused, rate, period, concurrency = controls()
-local max = allowed(tonumber(ARGV[4]), paused, rate, period, concurrency)
+local max = allowed(tonumber(ARGV[5]), paused, rate, period, concurrency)
 local heads = {}
 if max > 0 then heads = redis.call('ZRANGE', set, 0, max - 1, 'WITHSCORES') end
 local out = {NOW, next_due(set, paused, rate, period, concurrency)}

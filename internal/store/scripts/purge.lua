@@ -1,4 +1,4 @@
--- purge.lua: delete a partition of a topic that is being deleted: with ARGV[3] 'purge', its
+-- purge.lua: delete a partition of a topic that is being deleted: with ARGV[4] 'purge', its
 -- jobs, in any state, and its controls; with 'empty', its controls, and only when it holds no
 -- job (else nothing).
 -- KEYS: see lib.lua.
@@ -12,7 +12,7 @@
 local r = recorded()
 if r and r ~= '' then return cmsgpack.unpack(r) end
 local n = redis.call('HLEN', JOBS)
-if n > 0 and ARGV[3] ~= 'purge' then return n end
+if n > 0 and ARGV[4] ~= 'purge' then return n end
 redis.call('UNLINK', JOBS, DELAYED, READY, READY_PUSH, RESERVED, LEASES, DEAD, SETTINGS, STARTS)
 redis.call('SPUBLISH', NOTIFY, CONTROLS_CHANGED)
 record(n)

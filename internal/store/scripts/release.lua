@@ -1,10 +1,10 @@
 -- release.lua: give a lease back unfinished (a worker shutting down); the job is due again at
 -- once and the attempt is not counted.
--- KEYS: see lib.lua (KEYS[11] is per lease: releasing a lease again answers as the first did).
--- ARGV[3] id; ARGV[4] lease.
+-- KEYS: see lib.lua (KEYS[12] is per lease: releasing a lease again answers as the first did).
+-- ARGV[4] id; ARGV[5] lease.
 -- Returns 1 when released, 0 when the lease is not current.
-local id = ARGV[3]
-if not owned(id, ARGV[4]) then
+local id = ARGV[4]
+if not owned(id, ARGV[5]) then
   -- A second run of a call that settled the lease answers as the first did.
   local r = recorded()
   if r and r ~= '' then return cmsgpack.unpack(r) end

@@ -1,12 +1,12 @@
 -- reserve.lua: lease up to max due jobs, highest priority first, then earliest due time.
--- Before leasing it fails expired leases and promotes due jobs, at most ARGV[7] of each, so one
+-- Before leasing it fails expired leases and promotes due jobs, at most ARGV[8] of each, so one
 -- call stays short however large the backlog. The records are returned as stored, unchanged:
 -- the lease is kept in the leases hash and the reserved set.
 -- KEYS: see lib.lua.
--- ARGV[3] lane: 'pull' or 'push' (jobs with a callback URL); ARGV[4] max jobs; ARGV[5] max bytes
--- of records (0: no bound; the first job is taken whatever its size); ARGV[6] lease secret
--- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[7] bulk limit;
--- ARGV[8] ttr override in ms (0: each job's own); ARGV[9..] pairs of id, lease to ack first (a
+-- ARGV[4] lane: 'pull' or 'push' (jobs with a callback URL); ARGV[5] max jobs; ARGV[6] max bytes
+-- of records (0: no bound; the first job is taken whatever its size); ARGV[7] lease secret
+-- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[8] bulk limit;
+-- ARGV[9] ttr override in ms (0: each job's own); ARGV[10..] pairs of id, lease to ack first (a
 -- worker's finished jobs ride along with its next reserve).
 -- Returns: {now, next, acked, job_1, ..., job_k}: next is next_due()'s (now when due jobs
 -- remain, the partition's next due time or lease deadline, -1 when there is nothing, PAUSED
@@ -19,7 +19,7 @@
 -- those of its jobs whose lease is still the one this call gave them, and the server's clock as
 -- it is now (the caller learns the clock from it; when a job was leased is its lease deadline
 -- less its TTR).
-local SECRET = ARGV[6]
+local SECRET = ARGV[7]
 
 local function leased(out, ids)
   for _, id in ipairs(ids) do
@@ -41,21 +41,21 @@ if r then
   return leased({NOW, rec[2], rec[3]}, rec[4])
 end
 
-local acked = ack_leases(9)
-local limit = tonumber(ARGV[7])
+local acked = ack_leases(10)
+local limit = tonumber(ARGV[8])
 expire_leases(limit)
 promote(limit)
 local set = READY
-if ARGV[3] == 'push' then set = READY_PUSH end
+if ARGV[4] == 'push' then set = READY_PUSH end
 local paused, rate, period, concurrency = controls()
-local max = allowed(tonumber(ARGV[4]), paused, rate, period, concurrency)
+local max = allowed(tonumber(ARGV[5]), paused, rate, period, concurrency)
 local ids = {}
 if max > 0 then ids = redis.call('ZRANGE', set, 0, max - 1) end
 local out = {NOW, -1, acked}
 local taken = {}
 if #ids > 0 then
-  local budget = tonumber(ARGV[5])
-  local ttr_override = tonumber(ARGV[8])
+  local budget = tonumber(ARGV[6])
+  local ttr_override = tonumber(ARGV[9])
   local leases, deadlines, gone = {}, {}, {}
   local bytes = 0
   local earliest
@@ -87,7 +87,7 @@ if #ids > 0 then
   -- A lease that ends before any other is announced: should its holder never settle it, the
   -- consumers waiting on this partition must wake to hand the job out again.
   if earliest and (#rhead == 0 or earliest < tonumber(rhead[2])) then
-    notify_if_sooner(nil, earliest, ARGV[3])
+    notify_if_sooner(nil, earliest, ARGV[4])
   end
 end
 local upcoming = next_due(set, paused, rate, period, concurrency)

@@ -11,8 +11,8 @@
 --            under the skip policy, the ticks of a pause)
 --   last     Unix ms of the latest tick whose job was enqueued; absent before the first
 -- KEYS[2] call   STRING this call's recorded outcome (scripts that change state only)
--- ARGV[1] and ARGV[2] are the clock offset and the replay window, as in lib.lua; a script's own
--- arguments start at ARGV[3].
+-- ARGV[1], ARGV[2] and ARGV[3] are the clock offset, the replay window and the archive setting,
+-- as in lib.lua (schedules archive nothing); a script's own arguments start at ARGV[4].
 
 local STATE, CALL, WINDOW = KEYS[1], KEYS[2], tonumber(ARGV[2])
 

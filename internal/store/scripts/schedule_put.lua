@@ -1,5 +1,5 @@
 -- schedule_put.lua: create a schedule, or replace the definition of one.
--- KEYS: see schedule_lib.lua. ARGV[3] the definition.
+-- KEYS: see schedule_lib.lua. ARGV[4] the definition.
 -- Returns {status, state...}: status 1 when the schedule was created, 2 when it was replaced,
 -- then the schedule as state() answers it. A new schedule's cursor is now: its first tick is
 -- the first after it was made. A replaced one keeps its pause and identity, and its cursor
@@ -15,7 +15,7 @@ if redis.call('HEXISTS', STATE, 'def') == 0 then
 elseif tonumber(redis.call('HGET', STATE, 'cursor')) < NOW then
   redis.call('HSET', STATE, 'cursor', NOW)
 end
-redis.call('HSET', STATE, 'def', ARGV[3], 'updated', NOW)
+redis.call('HSET', STATE, 'def', ARGV[4], 'updated', NOW)
 local out = state()
 table.insert(out, 1, status)
 record(out)

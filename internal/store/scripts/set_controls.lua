@@ -1,23 +1,23 @@
 -- set_controls.lua: change a partition's share of its topic's controls.
 -- KEYS: see lib.lua.
--- ARGV[3] 'pause', 'resume' or 'limits'. For 'limits', the values of the settings fields
--- rate, rate_share, period_ms, concurrency and concurrency_share in ARGV[4..8], '' for none.
+-- ARGV[4] 'pause', 'resume' or 'limits'. For 'limits', the values of the settings fields
+-- rate, rate_share, period_ms, concurrency and concurrency_share in ARGV[5..9], '' for none.
 -- Returns 1. A resume or new limits tell the waiting consumers (CONTROLS_CHANGED), which look
 -- again at once; a pause tells nobody: a consumer learns it from its next look. A second run of
 -- the same call changes nothing: a pause whose answer was lost must not undo a resume made
 -- since.
 local r = recorded()
 if r and r ~= '' then return cmsgpack.unpack(r) end
-if ARGV[3] == 'pause' then
+if ARGV[4] == 'pause' then
   redis.call('HSET', SETTINGS, 'paused', '1')
-elseif ARGV[3] == 'resume' then
+elseif ARGV[4] == 'resume' then
   redis.call('HDEL', SETTINGS, 'paused')
   redis.call('SPUBLISH', NOTIFY, CONTROLS_CHANGED)
 else
   local fields = {'rate', 'rate_share', 'period_ms', 'concurrency', 'concurrency_share'}
   local set, unset = {}, {}
   for i, f in ipairs(fields) do
-    local v = ARGV[3 + i]
+    local v = ARGV[4 + i]
     if v == '' then
       unset[#unset + 1] = f
     else
@@ -27,7 +27,7 @@ else
   end
   -- The starts of a window stay when only its numbers change: a new limit counts the
   -- deliveries started within its period, so changing it lets no burst through.
-  if ARGV[4] == '' then redis.call('DEL', STARTS) end
+  if ARGV[5] == '' then redis.call('DEL', STARTS) end
   if #unset > 0 then redis.call('HDEL', SETTINGS, unpack(unset)) end
   if #set > 0 then redis.call('HSET', SETTINGS, unpack(set)) end
   redis.call('SPUBLISH', NOTIFY, CONTROLS_CHANGED)

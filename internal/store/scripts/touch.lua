@@ -1,14 +1,14 @@
 -- touch.lua: extend a lease.
--- KEYS: see lib.lua. ARGV[3] id; ARGV[4] lease; ARGV[5] ttr in ms (0: the job's).
+-- KEYS: see lib.lua. ARGV[4] id; ARGV[5] lease; ARGV[6] ttr in ms (0: the job's).
 -- Returns the new lease deadline (Unix ms), or 0 when the lease is not current.
-local id = ARGV[3]
-if not owned(id, ARGV[4]) then
+local id = ARGV[4]
+if not owned(id, ARGV[5]) then
   -- A second run of a call that settled the lease answers as the first did.
   local r = recorded()
   if r and r ~= '' then return cmsgpack.unpack(r) end
   return 0
 end
-local ttr = tonumber(ARGV[5])
+local ttr = tonumber(ARGV[6])
 if ttr <= 0 then
   local rec = redis.call('HGET', JOBS, id)
   if not rec then return 0 end
