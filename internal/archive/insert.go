@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // insertSQL inserts a batch sent as one array per column: one statement, one round trip, and
@@ -37,7 +39,8 @@ type columns struct {
 
 // Insert stores a batch of outcomes in one round trip and returns how many rows it added:
 // outcomes already stored, by an earlier send of the same batch or within this one, are
-// skipped. A batch with an outcome that cannot be stored is refused whole, with an
+// skipped; so is a batch whose answer was lost with its connection and which went through, so
+// the count can fall short then. A batch with an outcome that cannot be stored is refused whole, with an
 // *InvalidOutcomeError.
 func (s *Store) Insert(ctx context.Context, batch []Outcome) (int, error) {
 	if len(batch) == 0 {
@@ -47,13 +50,18 @@ func (s *Store) Insert(ctx context.Context, batch []Outcome) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	tag, err := s.pool.Exec(ctx, insertSQL, c.topic, c.id, c.outcome, c.attempts, c.body,
-		c.format, c.priority, c.maxRetry, c.ttrMs, c.createdAt, c.runAt, c.finishedAt,
-		c.lastError, c.callbackURL, c.headers)
+	var added int64
+	err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
+		tag, err := conn.Exec(ctx, insertSQL, c.topic, c.id, c.outcome, c.attempts, c.body,
+			c.format, c.priority, c.maxRetry, c.ttrMs, c.createdAt, c.runAt, c.finishedAt,
+			c.lastError, c.callbackURL, c.headers)
+		added = tag.RowsAffected()
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("archive: inserting %d outcomes: %w", len(batch), err)
 	}
-	return int(tag.RowsAffected()), nil
+	return int(added), nil
 }
 
 // columnsOf checks the batch and turns it into columns.

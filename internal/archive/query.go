@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Limits of Filter.Limit.
@@ -149,9 +150,22 @@ func (s *Store) Query(ctx context.Context, f Filter) (Page, error) {
 		return Page{}, err
 	}
 	sql, args := querySQL(f, limit, after)
-	rows, err := s.pool.Query(ctx, sql, args...)
+	var page Page
+	err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
+		page, err = readPage(ctx, conn, sql, args, limit)
+		return err
+	})
 	if err != nil {
 		return Page{}, fmt.Errorf("archive: query: %w", err)
+	}
+	return page, nil
+}
+
+// readPage runs a statement of querySQL and reads its page of limit rows.
+func readPage(ctx context.Context, conn *pgxpool.Conn, sql string, args []any, limit int) (Page, error) {
+	rows, err := conn.Query(ctx, sql, args...)
+	if err != nil {
+		return Page{}, err
 	}
 	defer rows.Close()
 	page := Page{Outcomes: make([]Outcome, 0, limit)}
@@ -163,15 +177,13 @@ func (s *Store) Query(ctx context.Context, f Filter) (Page, error) {
 		}
 		o, seq, err := scanOutcome(rows)
 		if err != nil {
-			return Page{}, fmt.Errorf("archive: query: %w", err)
+			return Page{}, err
 		}
 		page.Outcomes = append(page.Outcomes, o)
 		last = cursor{finishedAt: o.FinishedAt.UnixMicro(), seq: seq}
 	}
-	if err := rows.Err(); err != nil {
-		return Page{}, fmt.Errorf("archive: query: %w", err)
-	}
-	return page, nil
+	rows.Close()
+	return page, rows.Err()
 }
 
 // scanOutcome reads a row of selectColumns.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // retainBatch is the batch size of Retain's deletes.
@@ -22,17 +24,24 @@ func (s *Store) DeleteOlderThan(ctx context.Context, age time.Duration, batch in
 	}
 	// One cutoff for every batch, so that the rows finishing meanwhile do not keep it going.
 	var cutoff time.Time
-	if err := s.pool.QueryRow(ctx, "SELECT now() - make_interval(secs => $1)", age.Seconds()).Scan(&cutoff); err != nil {
+	err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
+		return conn.QueryRow(ctx, "SELECT now() - make_interval(secs => $1)", age.Seconds()).Scan(&cutoff)
+	})
+	if err != nil {
 		return 0, fmt.Errorf("archive: retention: %w", err)
 	}
 	var deleted int64
 	for {
-		tag, err := s.pool.Exec(ctx, `DELETE FROM delayq_job_history WHERE ctid IN (
-			SELECT ctid FROM delayq_job_history WHERE finished_at < $1 LIMIT $2)`, cutoff, batch)
+		var n int64
+		err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
+			tag, err := conn.Exec(ctx, `DELETE FROM delayq_job_history WHERE ctid IN (
+				SELECT ctid FROM delayq_job_history WHERE finished_at < $1 LIMIT $2)`, cutoff, batch)
+			n = tag.RowsAffected()
+			return err
+		})
 		if err != nil {
 			return deleted, fmt.Errorf("archive: retention, after deleting %d rows: %w", deleted, err)
 		}
-		n := tag.RowsAffected()
 		deleted += n
 		if s.onDeleteBatch != nil {
 			s.onDeleteBatch(n)
