@@ -79,12 +79,3 @@ var equalTimes = cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })
 // equalBytes compares byte slices at once (cmp's default, element by element, takes seconds for
 // a large body) and tells nil from empty.
 var equalBytes = cmp.Comparer(func(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) })
-
-// ids returns the topic/id of each outcome, in order.
-func ids(os []Outcome) []string {
-	out := make([]string, len(os))
-	for i, o := range os {
-		out[i] = o.Topic + "/" + o.ID
-	}
-	return out
-}
