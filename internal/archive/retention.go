@@ -11,6 +11,12 @@ import (
 // retainBatch is the batch size of Retain's deletes.
 const retainBatch = 1000
 
+// deleteBatchSQL deletes up to $2 rows that finished before $1, found through the finished_at
+// index. "ctid = ANY(ARRAY(...))" rather than "ctid IN (...)": the planner turns IN into a
+// join that may read the whole table, while ANY of an array is a TID scan of the batch alone.
+const deleteBatchSQL = `DELETE FROM delayq_job_history WHERE ctid = ANY(ARRAY(
+	SELECT ctid FROM delayq_job_history WHERE finished_at < $1 LIMIT $2))`
+
 // DeleteOlderThan deletes the outcomes that finished more than age ago by PostgreSQL's clock,
 // batch rows per statement, each statement its own transaction: a large backlog never holds
 // locks, or grows the WAL, by more than one batch at a time, and an interruption keeps what
@@ -34,8 +40,7 @@ func (s *Store) DeleteOlderThan(ctx context.Context, age time.Duration, batch in
 	for {
 		var n int64
 		err := s.withConn(ctx, func(conn *pgxpool.Conn) error {
-			tag, err := conn.Exec(ctx, `DELETE FROM delayq_job_history WHERE ctid IN (
-				SELECT ctid FROM delayq_job_history WHERE finished_at < $1 LIMIT $2)`, cutoff, batch)
+			tag, err := conn.Exec(ctx, deleteBatchSQL, cutoff, batch)
 			n = tag.RowsAffected()
 			return err
 		})
