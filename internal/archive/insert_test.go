@@ -24,6 +24,7 @@ func queryAll(t *testing.T, s *Store) []Outcome {
 // headers, no body, an empty body, a large body, non-ASCII text, every outcome) and reads them
 // back field for field.
 func TestInsertRoundTrip(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{KeepBodies: true})
 	large := bytes.Repeat([]byte{0, 1, 2, 0xff}, 1<<20) // 4 MiB, NUL bytes included
 	var batch []Outcome
@@ -61,6 +62,7 @@ func TestInsertRoundTrip(t *testing.T) {
 
 // TestInsertWithoutBodies checks that bodies are left out unless KeepBodies is set.
 func TestInsertWithoutBodies(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	insert(t, s, outcomes("t", 2))
 	for _, o := range queryAll(t, s) {
@@ -73,6 +75,7 @@ func TestInsertWithoutBodies(t *testing.T) {
 // TestInsertResent sends a batch again, then one that overlaps it, then one with a duplicate
 // inside: each outcome is stored once, and the counts say how many were new.
 func TestInsertResent(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	ctx := context.Background()
 	batch := outcomes("t", 50)
@@ -107,6 +110,7 @@ func TestInsertResent(t *testing.T) {
 // TestInsertInvalid checks that a batch with an outcome that cannot be stored is refused whole,
 // naming the outcome.
 func TestInsertInvalid(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	for _, tc := range []struct {
 		name string
@@ -135,6 +139,7 @@ func TestInsertInvalid(t *testing.T) {
 // TestInsertUnstorableText stores text PostgreSQL refuses as is (NUL, invalid UTF-8), as a
 // consumer's error message may hold: the batch goes through with U+FFFD in their place.
 func TestInsertUnstorableText(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	o := outcome("t", "j", 0)
 	o.LastError = "nul\x00 and bad \xff utf-8"

@@ -49,6 +49,7 @@ func wantVersions(t *testing.T) []int32 {
 // TestOpenTwice opens a database that is already migrated and holds rows: nothing is applied
 // twice and the rows stay.
 func TestOpenTwice(t *testing.T) {
+	t.Parallel()
 	s, url := openStore(t, Options{})
 	insert(t, s, outcomes("t", 3))
 	again, err := Open(context.Background(), url, Options{})
@@ -68,6 +69,7 @@ func TestOpenTwice(t *testing.T) {
 // TestOpenConcurrently opens a new database from several stores at once, as servers starting
 // together do: without the lock, two of them create the same tables and one fails.
 func TestOpenConcurrently(t *testing.T) {
+	t.Parallel()
 	url := server.NewDatabase(t)
 	const n = 4
 	var wg sync.WaitGroup
@@ -95,6 +97,7 @@ func TestOpenConcurrently(t *testing.T) {
 // TestOpenFailedMigration checks that a migration that fails leaves no version recorded and
 // no half-made schema: here a table of the same name is in the way.
 func TestOpenFailedMigration(t *testing.T) {
+	t.Parallel()
 	url := server.NewDatabase(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, url)

@@ -14,6 +14,7 @@ import (
 // is down and works again, on the same Store, once it is back; the batch sent while it was down
 // is then stored once.
 func TestInsertAcrossOutage(t *testing.T) {
+	t.Parallel()
 	pg := pgtest.Start(t)
 	ctx := context.Background()
 	s, err := Open(ctx, pg.URL(), Options{MaxConns: 2})
@@ -50,6 +51,7 @@ func TestInsertAcrossOutage(t *testing.T) {
 // connections: the calls after the restart still work, though every connection the pool held
 // is dead.
 func TestQuickRestart(t *testing.T) {
+	t.Parallel()
 	pg := pgtest.Start(t)
 	ctx := context.Background()
 	const conns = 4

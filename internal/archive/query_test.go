@@ -27,6 +27,7 @@ func at(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
 // TestQueryFilters runs each filter over one set of outcomes, two of which finished at the same
 // instant (the one inserted later comes first).
 func TestQueryFilters(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	mk := func(topic, id, what string, sec int) Outcome {
 		o := outcome(topic, id, sec)
@@ -71,6 +72,7 @@ func TestQueryFilters(t *testing.T) {
 // page was read never show up in later pages, one that finished before all others shows up at
 // the end, and no outcome is repeated or skipped, ties of finish time included.
 func TestQueryPaging(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	ctx := context.Background()
 	var batch []Outcome
@@ -113,6 +115,7 @@ func TestQueryPaging(t *testing.T) {
 
 // TestQueryDefaultLimit checks that a zero limit means DefaultLimit.
 func TestQueryDefaultLimit(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	insert(t, s, outcomes("t", DefaultLimit+1))
 	page, err := s.Query(context.Background(), Filter{})
@@ -127,6 +130,7 @@ func TestQueryDefaultLimit(t *testing.T) {
 // TestQueryInvalidFilter checks that each invalid filter is refused, naming the field, before
 // any query runs.
 func TestQueryInvalidFilter(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	for _, tc := range []struct {
 		f     Filter

@@ -23,6 +23,7 @@ func agedOutcomes(topic string, n int, age time.Duration) []Outcome {
 
 // TestDeleteOlderThan deletes 10 old outcomes in batches of 3 and keeps the recent ones.
 func TestDeleteOlderThan(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	var batches []int64
 	s.onDeleteBatch = func(n int64) { batches = append(batches, n) }
@@ -48,6 +49,7 @@ func TestDeleteOlderThan(t *testing.T) {
 
 // TestDeleteOlderThanInvalid checks that an age or batch size out of range is refused.
 func TestDeleteOlderThanInvalid(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	for _, tc := range []struct {
 		age   time.Duration
@@ -65,6 +67,7 @@ func TestDeleteOlderThanInvalid(t *testing.T) {
 // TestRetain runs the retention loop: it deletes the old outcomes at once, those that age
 // later at a following interval, and returns nil once its context ends.
 func TestRetain(t *testing.T) {
+	t.Parallel()
 	s, _ := openStore(t, Options{})
 	insert(t, s, agedOutcomes("old", 5, 2*time.Hour))
 	soon := agedOutcomes("soon", 2, time.Hour-300*time.Millisecond)
