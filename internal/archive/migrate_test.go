@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -118,5 +119,27 @@ func TestOpenFailedMigration(t *testing.T) {
 	}
 	if exists {
 		t.Error("the schema version table was created by a migration that failed")
+	}
+}
+
+// TestOpenInvalid checks that Open refuses options out of range and URLs it cannot read, and
+// fails, rather than waiting, when nothing listens at the URL.
+func TestOpenInvalid(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name string
+		url  string
+		opts Options
+	}{
+		{"negative MaxConns", server.URL(), Options{MaxConns: -1}},
+		{"malformed URL", "postgres://%zz", Options{}},
+		{"nothing listening", "postgres://postgres@127.0.0.1:1/x?sslmode=disable&connect_timeout=5", Options{}},
+	} {
+		if s, err := Open(ctx, tc.url, tc.opts); err == nil {
+			s.Close()
+			t.Errorf("%s: Open succeeded", tc.name)
+		}
 	}
 }
