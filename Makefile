@@ -20,14 +20,20 @@ ensure-example-tools:
 ensure-promtool:
 	@bash scripts/ensure-promtool.sh
 
+# PostgreSQL's server binaries (Debian's postgresql package, its cluster kept stopped): the
+# archive's tests start servers of their own (internal/pgtest).
+.PHONY: ensure-postgres
+ensure-postgres:
+	@bash scripts/ensure-postgres.sh
+
 # Chromium: the dashboard's browser tests drive it headless (internal/dashboard).
 ensure-chromium:
 	@bash scripts/ensure-chromium.sh
 
-test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool
+test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool
+test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 
 # The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over
