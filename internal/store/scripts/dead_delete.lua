@@ -13,6 +13,8 @@ end
 local n = 0
 for _, id in ipairs(ids) do
   if redis.call('ZREM', DEAD, id) == 1 then
+    local rec = ARCHIVE ~= 0 and redis.call('HGET', JOBS, id)
+    if rec then archive('dead_deleted', id, rec, attempts_of(rec)) end
     redis.call('HDEL', JOBS, id)
     n = n + 1
   end

@@ -119,8 +119,32 @@ local function load_job(id)
   return pack_values(cmsgpack.unpack(rec))
 end
 
+-- save stores job id's record j and returns it encoded.
 local function save(id, j)
-  redis.call('HSET', JOBS, id, encode(j))
+  local rec = encode(j)
+  redis.call('HSET', JOBS, id, rec)
+  return rec
+end
+
+-- archive appends the outcome of job id ('acked', 'dead', 'cancelled', 'dead_deleted', or
+-- 'failed' for an attempt that will be retried) to the partition's history stream, when
+-- archiving is on (ARGV[3]): rec is its record then, and attempts the deliveries it had had.
+-- Failed attempts only when the setting asks for them. Past the setting's bound the oldest
+-- outcome waiting is dropped, and counted in the partition's settings (history_dropped):
+-- archiving never blocks the queue.
+local function archive(outcome, id, rec, attempts)
+  if ARCHIVE == 0 or (outcome == 'failed' and ARCHIVE > 0) then return end
+  local keep = math.abs(ARCHIVE)
+  if redis.call('XLEN', HISTORY) >= keep then
+    redis.call('HINCRBY', SETTINGS, 'history_dropped', 1)
+  end
+  redis.call('XADD', HISTORY, 'MAXLEN', keep, '*', 'o', outcome, 'i', id, 'r', rec, 'a', attempts, 't', NOW)
+end
+
+-- attempts_of returns the finished attempts a stored record counts.
+local function attempts_of(rec)
+  local _, _, _, _, attempts = cmsgpack.unpack_limit(rec, F_ATTEMPTS)
+  return attempts
 end
 
 local function head_score()
@@ -182,7 +206,8 @@ local function fail(id, j, since, err, delay, dead)
     notify_if_sooner(prev, t, lane_of(j))
     outcome = 1
   end
-  save(id, j)
+  local rec = save(id, j)
+  archive(outcome == 2 and 'dead' or 'failed', id, rec, j[F_ATTEMPTS])
   return outcome
 end
 
@@ -274,7 +299,8 @@ local function pending(id)
   return redis.call('HEXISTS', LEASES, id) == 0 and not redis.call('ZSCORE', DEAD, id)
 end
 
--- ack_leases acks the (id, lease) pairs of ARGV from position first on. Records are not read.
+-- ack_leases acks the (id, lease) pairs of ARGV from position first on. Records are read only
+-- when archiving.
 -- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
 -- one (the job is then left as it is).
 local function ack_leases(first)
@@ -289,8 +315,17 @@ local function ack_leases(first)
       out[#out + 1] = 0
     end
   end
+  -- The records are read before they go, and archived after: over maxmemory Redis refuses a
+  -- script whose first write may grow memory (XADD), and acks must free memory then.
+  local recs = {}
+  if ARCHIVE ~= 0 then
+    for k, id in ipairs(done) do recs[k] = redis.call('HGET', JOBS, id) end
+  end
   bulk('HDEL', JOBS, done)
   bulk('HDEL', LEASES, done)
   bulk('ZREM', RESERVED, done)
+  for k = 1, #recs do
+    if recs[k] then archive('acked', done[k], recs[k], attempts_of(recs[k]) + 1) end
+  end
   return out
 end
