@@ -178,6 +178,8 @@ type Client struct {
 	closed     bool
 	// hub wakes waiting consumers on notices; it has its own locks.
 	hub *wake.Hub
+	// stopArchive ends followArchive.
+	stopArchive chan struct{}
 }
 
 // New returns a Client on rdb, which may be a standalone, Sentinel (failover) or Cluster client.
@@ -221,6 +223,11 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 	if err := c.checkServer(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.readArchiveSetting(ctx); err != nil {
+		return nil, err
+	}
+	c.stopArchive = make(chan struct{})
+	go c.followArchive(c.stopArchive)
 	return c, nil
 }
 
@@ -233,6 +240,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	close(c.stopArchive)
 	c.hub.Close()
 	return nil
 }

@@ -99,6 +99,12 @@ func Topics(ns string) string { return ns + ":topics" }
 // is registered, so that consumers waiting for a topic that did not exist yet hear of it.
 func NewTopics(ns string) string { return ns + ":topics:new" }
 
+// Archive is a HASH of the namespace's archive setting: "keep" (the most job outcomes each
+// partition's History stream keeps waiting for the archiver) and "failed" ("1" to archive failed
+// attempts too). Every Client reads it now and then and passes it to its scripts; no key means
+// archiving is off.
+func Archive(ns string) string { return ns + ":archive" }
+
 // PartitionOf returns the partition (0..n-1) that job id belongs to.
 func PartitionOf(id string, n int) int {
 	if n <= 1 {

@@ -129,6 +129,14 @@ func parseRecord(v any) (Record, error) {
 	return r, nil
 }
 
+// DecodeRecord reads a stored record, as a history stream entry carries it. Its state and lease
+// fields are left zero: the record does not hold them.
+func DecodeRecord(b []byte) (Record, error) {
+	var r Record
+	err := decodeRecord(b, &r)
+	return r, err
+}
+
 // decodeRecord reads a stored record into r.
 func decodeRecord(b []byte, r *Record) error {
 	d := recordDecoder{b: b}

@@ -1,0 +1,224 @@
+package archive
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
+)
+
+// ArchiverConfig configures an Archiver. Zero fields take the defaults.
+type ArchiverConfig struct {
+	// Keep is how many outcomes each partition's history stream in Redis holds while they wait
+	// for the archiver (PostgreSQL down or slow): past it the oldest are dropped, and counted.
+	// Defaults to 100,000.
+	Keep int64
+	// Failed archives every failed attempt that will be retried, besides the jobs' ends.
+	Failed bool
+	// Batch is the most outcomes written to PostgreSQL at once. Defaults to 1000.
+	Batch int
+	// Interval is how often an archiver that found nothing to do looks again. Defaults to 1s.
+	Interval time.Duration
+	// ClaimAfter is how long outcomes that another archiver read and did not archive (it
+	// stopped, or died, mid-batch) wait before this one takes them over. Defaults to 30s.
+	ClaimAfter time.Duration
+	// Consumer names this archiver among those sharing the work. Defaults to the host name
+	// and process id with a random suffix.
+	Consumer string
+	// Logger receives failures. Defaults to the Client's default, slog.Default().
+	Logger *slog.Logger
+}
+
+// Archiver moves the outcomes of a delayq namespace's jobs from Redis into a Store. Any number
+// of archivers may run on one namespace, in any processes: each outcome is archived once, and
+// one that an archiver read but could not write is archived later, by it or by another.
+type Archiver struct {
+	client *delayq.Client
+	st     *store.Store
+	pg     *Store
+	cfg    ArchiverConfig
+	log    *slog.Logger
+
+	archived, failures atomic.Int64
+}
+
+// NewArchiver returns an Archiver of client's namespace into pg.
+func NewArchiver(client *delayq.Client, pg *Store, cfg ArchiverConfig) (*Archiver, error) {
+	if client == nil || pg == nil {
+		return nil, errors.New("archive: NewArchiver needs a Client and a Store")
+	}
+	if cfg.Keep == 0 {
+		cfg.Keep = 100_000
+	}
+	if cfg.Batch == 0 {
+		cfg.Batch = 1000
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.ClaimAfter == 0 {
+		cfg.ClaimAfter = 30 * time.Second
+	}
+	if cfg.Keep < 1 || cfg.Batch < 1 || cfg.Batch > 10_000 || cfg.Interval < 0 || cfg.ClaimAfter < 0 {
+		return nil, fmt.Errorf("archive: Keep %d must be positive, Batch %d within 1 to 10000, Interval and ClaimAfter not negative", cfg.Keep, cfg.Batch)
+	}
+	if cfg.Consumer == "" {
+		cfg.Consumer = consumerName()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Archiver{client: client, st: clienthooks.Store(client), pg: pg, cfg: cfg, log: cfg.Logger}, nil
+}
+
+func consumerName() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// Enable turns archiving on for client's namespace: from then on (within seconds, for Clients
+// in other processes) the scripts that end jobs append their outcomes to Redis streams, keeping
+// at most keep per partition, and failed attempts too when failed is set. Run does it itself.
+func Enable(ctx context.Context, client *delayq.Client, keep int64, failed bool) error {
+	st := clienthooks.Store(client)
+	if err := st.WriteArchiveSetting(ctx, store.ArchiveSetting{Keep: keep, Failed: failed}); err != nil {
+		return err
+	}
+	return clienthooks.ReadArchiveSetting(ctx, client)
+}
+
+// Disable turns archiving off for client's namespace. Outcomes already waiting stay until an
+// archiver moves them.
+func Disable(ctx context.Context, client *delayq.Client) error {
+	return Enable(ctx, client, 0, false)
+}
+
+// Run turns archiving on and moves outcomes until ctx ends; then it returns nil. A failure to
+// read Redis or to write PostgreSQL is logged and tried again: the outcomes wait in Redis.
+func (a *Archiver) Run(ctx context.Context) error {
+	if err := Enable(ctx, a.client, a.cfg.Keep, a.cfg.Failed); err != nil {
+		return err
+	}
+	backoff := a.cfg.Interval
+	for {
+		full, err := a.pass(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			a.failures.Add(1)
+			a.log.Warn("archive: outcomes wait in Redis", "err", err, "retry_in", backoff)
+			backoff = min(2*backoff+time.Second, time.Minute)
+		default:
+			backoff = a.cfg.Interval
+			if full {
+				continue // more are waiting
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// pass archives a batch from every partition of every topic; full reports whether a batch was
+// full, so that more may be waiting.
+func (a *Archiver) pass(ctx context.Context) (full bool, err error) {
+	topics, err := a.st.Topics(ctx)
+	if err != nil {
+		return false, err
+	}
+	for topic, n := range topics {
+		for i := range n {
+			got, err := a.archivePartition(ctx, topic, a.st.Partition(topic, i))
+			if err != nil {
+				return full, err
+			}
+			full = full || got == a.cfg.Batch
+		}
+	}
+	return full, nil
+}
+
+// archivePartition moves one batch of a partition's outcomes and returns its size.
+func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Partition) (int, error) {
+	entries, err := a.st.ReadHistory(ctx, p, a.cfg.Consumer, a.cfg.Batch, a.cfg.ClaimAfter)
+	if err != nil || len(entries) == 0 {
+		return 0, err
+	}
+	batch := make([]Outcome, 0, len(entries))
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		ids = append(ids, e.StreamID)
+		if e.Err != nil {
+			a.log.Warn("archive: an outcome could not be read and is skipped", "topic", topic, "err", e.Err)
+			continue
+		}
+		batch = append(batch, outcomeOf(topic, e))
+	}
+	if _, err := a.pg.Insert(ctx, batch); err != nil {
+		return 0, fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)
+	}
+	if err := a.st.AckHistory(ctx, p, ids); err != nil {
+		return 0, err // archived; they come again, and are inserted once
+	}
+	a.archived.Add(int64(len(batch)))
+	return len(entries), nil
+}
+
+// outcomeOf converts a history stream entry to a row.
+func outcomeOf(topic string, e store.HistoryEntry) Outcome {
+	r := e.Record
+	return Outcome{
+		Topic: topic, ID: r.ID, Outcome: e.Outcome, Attempts: e.Attempts,
+		Body: r.Body, Format: r.Format, Priority: r.Priority, MaxRetries: r.MaxRetries,
+		TTR:        time.Duration(r.TTRMs) * time.Millisecond,
+		CreatedAt:  time.UnixMilli(r.CreatedMs).UTC(),
+		RunAt:      time.UnixMilli(r.RunAtMs).UTC(),
+		FinishedAt: time.UnixMilli(e.AtMs).UTC(),
+		LastError:  r.LastError, CallbackURL: r.Callback, Headers: r.Headers,
+	}
+}
+
+// Backlog is what waits in Redis to be archived.
+type Backlog struct {
+	Waiting int64 // outcomes in the history streams
+	Dropped int64 // outcomes dropped in all because a stream was full
+}
+
+// Backlog sums the history streams of every partition of every topic.
+func (a *Archiver) Backlog(ctx context.Context) (Backlog, error) {
+	topics, err := a.st.Topics(ctx)
+	if err != nil {
+		return Backlog{}, err
+	}
+	var b Backlog
+	for topic, n := range topics {
+		for i := range n {
+			w, d, err := a.st.HistoryBacklog(ctx, a.st.Partition(topic, i))
+			if err != nil {
+				return b, err
+			}
+			b.Waiting += w
+			b.Dropped += d
+		}
+	}
+	return b, nil
+}
+
+// Archived returns how many outcomes this Archiver has written.
+func (a *Archiver) Archived() int64 { return a.archived.Load() }

@@ -1,0 +1,296 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/pgtest"
+	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
+)
+
+// newClient returns a delayq Client on a redis-server of its own.
+func newClient(t *testing.T) *delayq.Client {
+	t.Helper()
+	rdb := redistest.Standalone(t).Client(t)
+	c, err := delayq.New(context.Background(), rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// runArchiver runs an Archiver of c into pg until the test ends.
+func runArchiver(t *testing.T, c *delayq.Client, pg *Store, cfg ArchiverConfig) *Archiver {
+	t.Helper()
+	if cfg.Interval == 0 {
+		cfg.Interval = 20 * time.Millisecond
+	}
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	a, err := NewArchiver(c, pg, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	})
+	// Run turns archiving on; wait for it, or the first outcomes would not be recorded.
+	testwait.For(t, 10*time.Second, "archiving on", func() bool {
+		s, err := clienthooks.Store(c).ReadArchiveSetting(context.Background())
+		return err == nil && s.Keep > 0
+	})
+	return a
+}
+
+// history returns every row of topic, oldest first by job id and outcome.
+func history(t *testing.T, pg *Store, topic string) []Outcome {
+	t.Helper()
+	var all []Outcome
+	f := Filter{Topic: topic, Limit: MaxLimit}
+	for {
+		page, err := pg.Query(context.Background(), f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page.Outcomes...)
+		if page.Next == "" {
+			break
+		}
+		f.Cursor = page.Next
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].ID != all[j].ID {
+			return all[i].ID < all[j].ID
+		}
+		return all[i].Attempts < all[j].Attempts
+	})
+	return all
+}
+
+func waitRows(t *testing.T, pg *Store, topic string, n int) []Outcome {
+	t.Helper()
+	var rows []Outcome
+	testwait.ForNil(t, 30*time.Second, fmt.Sprintf("%d rows of %s", n, topic), func() error {
+		rows = history(t, pg, topic)
+		if len(rows) != n {
+			return fmt.Errorf("%d rows", len(rows))
+		}
+		return nil
+	})
+	return rows
+}
+
+// Every way a job ends reaches the archive once, with its fields, and a failed attempt when
+// asked for.
+func TestArchiverRecordsEveryEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{KeepBodies: true})
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+
+	for _, id := range []string{"acked", "dead", "cancelled", "buried", "retried"} {
+		if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: id, Body: []byte("body " + id),
+			MaxRetries: 1, Headers: map[string]string{"tenant": "t1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Cancel(ctx, "orders", "cancelled"); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.Reserve(ctx, "orders", delayq.ReserveOptions{Max: 10})
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		var err error
+		switch j.ID {
+		case "acked":
+			err = c.Ack(ctx, j.Lease())
+		case "dead", "buried":
+			_, err = c.Nack(ctx, j.Lease(), delayq.NackOptions{Error: "no stock", Dead: true})
+		case "retried":
+			_, err = c.Nack(ctx, j.Lease(), delayq.NackOptions{Error: "later"})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.DeleteDead(ctx, "orders", []string{"buried"}); err != nil || n != 1 {
+		t.Fatalf("DeleteDead: %d, %v", n, err)
+	}
+
+	rows := waitRows(t, pg, "orders", 6)
+	got := map[string]Outcome{}
+	for _, r := range rows {
+		got[r.ID+"/"+r.Outcome] = r
+	}
+	for key, attempts := range map[string]int{"acked/acked": 1, "dead/dead": 1, "cancelled/cancelled": 0,
+		"buried/dead": 1, "buried/dead_deleted": 1, "retried/failed": 1} {
+		r, ok := got[key]
+		if !ok {
+			t.Errorf("no row %s in %v", key, keysOf(got))
+			continue
+		}
+		id := r.ID
+		if r.Attempts != attempts || string(r.Body) != "body "+id || r.Headers["tenant"] != "t1" || r.MaxRetries != 1 {
+			t.Errorf("%s: %+v", key, r)
+		}
+		if r.FinishedAt.Before(r.CreatedAt) || r.CreatedAt.IsZero() {
+			t.Errorf("%s: created %v finished %v", key, r.CreatedAt, r.FinishedAt)
+		}
+	}
+	if got["dead/dead"].LastError != "no stock" {
+		t.Errorf("dead job's last error %q", got["dead/dead"].LastError)
+	}
+}
+
+func keysOf(m map[string]Outcome) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ackAll enqueues n jobs named prefix-i in topic and acks them, a few at a time.
+func ackAll(t *testing.T, c *delayq.Client, topic, prefix string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		if _, err := c.Enqueue(ctx, topic, delayq.Spec{ID: fmt.Sprintf("%s-%04d", prefix, i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for acked := 0; acked < n; {
+		jobs, err := c.Reserve(ctx, topic, delayq.ReserveOptions{Max: 50})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if err := c.Ack(ctx, j.Lease()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		acked += len(jobs)
+	}
+}
+
+// PostgreSQL stopped while jobs are acked: the outcomes wait in Redis and are all archived,
+// once each, when it is back.
+func TestArchiverWaitsOutAPostgresOutage(t *testing.T) {
+	t.Parallel()
+	pgsrv := pgtest.Start(t)
+	pg, err := Open(context.Background(), pgsrv.NewDatabase(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pg.Close)
+	c := newClient(t)
+	a := runArchiver(t, c, pg, ArchiverConfig{})
+	ackAll(t, c, "t", "before", 100)
+	waitRows(t, pg, "t", 100)
+
+	pgsrv.Stop(t)
+	ackAll(t, c, "t", "during", 300)
+	time.Sleep(200 * time.Millisecond) // a few failed passes
+	if b, err := a.Backlog(context.Background()); err != nil || b.Waiting != 300 || b.Dropped != 0 {
+		t.Fatalf("backlog while PostgreSQL is down: %+v, %v; want 300 waiting", b, err)
+	}
+	pgsrv.Start(t)
+	rows := waitRows(t, pg, "t", 400)
+	for i := 1; i < len(rows); i++ {
+		if rows[i].ID == rows[i-1].ID {
+			t.Fatalf("%s archived twice", rows[i].ID)
+		}
+	}
+}
+
+// Two archivers on one namespace archive each outcome once; outcomes one of them read and
+// never wrote (it died mid-batch) are taken over by the other.
+func TestArchiversShareTheWorkAndTakeOverADeadOnesBatch(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(context.Background(), c, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "early", 50)
+	// An archiver that reads a batch and dies before writing it.
+	st := clienthooks.Store(c)
+	got, err := st.ReadHistory(context.Background(), st.Partition("t", 0), "dies", 20, time.Hour)
+	if err != nil || len(got) != 20 {
+		t.Fatalf("the dying archiver read %d, %v", len(got), err)
+	}
+	for range 2 {
+		runArchiver(t, c, pg, ArchiverConfig{Batch: 7, ClaimAfter: 300 * time.Millisecond})
+	}
+	ackAll(t, c, "t", "late", 150)
+	rows := waitRows(t, pg, "t", 200)
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if seen[r.ID] {
+			t.Fatalf("%s archived twice", r.ID)
+		}
+		seen[r.ID] = true
+	}
+}
+
+// With no archiver running, a partition's stream keeps at most Keep outcomes: the oldest are
+// dropped and counted, and the queue goes on.
+func TestArchiveBacklogIsBounded(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(context.Background(), c, 10, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "j", 25)
+	a, err := NewArchiver(c, pg, ArchiverConfig{Keep: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := a.Backlog(context.Background())
+	if err != nil || b.Waiting != 10 || b.Dropped != 15 {
+		t.Fatalf("backlog %+v, %v; want 10 waiting, 15 dropped", b, err)
+	}
+	runArchiver(t, c, pg, ArchiverConfig{Keep: 10})
+	rows := waitRows(t, pg, "t", 10)
+	if rows[0].ID != "j-0015" {
+		t.Fatalf("the oldest kept outcome is %s, want j-0015: the oldest are dropped", rows[0].ID)
+	}
+}
+
+func TestDisableStopsRecording(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(context.Background(), c, 100, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := Disable(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "j", 5)
+	a, _ := NewArchiver(c, pg, ArchiverConfig{})
+	if b, err := a.Backlog(context.Background()); err != nil || b.Waiting != 0 {
+		t.Fatalf("backlog %+v, %v; want nothing recorded", b, err)
+	}
+	if _, err := NewArchiver(c, nil, ArchiverConfig{}); err == nil {
+		t.Fatal("NewArchiver without a Store accepted")
+	}
+}

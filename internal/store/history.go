@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/keys"
+)
+
+// HistoryGroup is the consumer group of the archivers on every partition's history stream.
+const HistoryGroup = "archivers"
+
+// ArchiveSetting is what every script is told about archiving (ARGV[3]).
+type ArchiveSetting struct {
+	Keep   int64 // outcomes a partition's history stream keeps waiting; 0: archiving is off
+	Failed bool  // failed attempts too
+}
+
+// ReadArchiveSetting reads the namespace's archive setting (zero when there is none).
+func (s *Store) ReadArchiveSetting(ctx context.Context) (ArchiveSetting, error) {
+	v, err := s.rdb.HMGet(ctx, keys.Archive(s.ns), "keep", "failed").Result()
+	if err != nil {
+		return ArchiveSetting{}, fmt.Errorf("delayq: reading the archive setting: %w", err)
+	}
+	var a ArchiveSetting
+	if k, ok := v[0].(string); ok {
+		a.Keep, _ = strconv.ParseInt(k, 10, 64)
+	}
+	a.Failed = v[1] == "1"
+	return a, nil
+}
+
+// WriteArchiveSetting stores the namespace's archive setting; Keep 0 deletes it.
+func (s *Store) WriteArchiveSetting(ctx context.Context, a ArchiveSetting) error {
+	key := keys.Archive(s.ns)
+	var err error
+	if a.Keep <= 0 {
+		err = s.rdb.Del(ctx, key).Err()
+	} else {
+		failed := "0"
+		if a.Failed {
+			failed = "1"
+		}
+		err = s.rdb.HSet(ctx, key, "keep", a.Keep, "failed", failed).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("delayq: writing the archive setting: %w", err)
+	}
+	return nil
+}
+
+// ApplyArchiveSetting makes this Store's scripts archive as a says.
+func (s *Store) ApplyArchiveSetting(a ArchiveSetting) { s.SetArchive(a.Keep, a.Failed) }
+
+// HistoryEntry is one job outcome read from a history stream.
+type HistoryEntry struct {
+	StreamID string // the entry's id in the stream, to ack it with
+	Outcome  string // acked, dead, cancelled, dead_deleted or failed
+	Attempts int    // the deliveries the job had had
+	AtMs     int64  // when, Unix ms (Redis server clock)
+	Record   Record // the job as it was then; Record.ID is its id
+	// Err is why the entry could not be read (trimmed away while pending, or malformed);
+	// such an entry is acked without being archived.
+	Err error
+}
+
+// ReadHistory returns up to count outcomes of partition p for consumer: first those it was
+// given before and has not acked, then those other consumers were given and left unacked for
+// idle or longer, then new ones. It creates the stream's group when it has none.
+func (s *Store) ReadHistory(ctx context.Context, p keys.Partition, consumer string, count int, idle time.Duration) ([]HistoryEntry, error) {
+	key := p.History()
+	if err := s.rdb.XGroupCreateMkStream(ctx, key, HistoryGroup, "0").Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return nil, fmt.Errorf("delayq: history group: %w", err)
+	}
+	var out []HistoryEntry
+	for _, read := range []func(n int64) ([]redis.XMessage, error){
+		func(n int64) ([]redis.XMessage, error) { return s.readGroup(ctx, key, consumer, "0", n) },
+		func(n int64) ([]redis.XMessage, error) {
+			msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: HistoryGroup,
+				Consumer: consumer, MinIdle: idle, Start: "0-0", Count: n}).Result()
+			return msgs, err
+		},
+		func(n int64) ([]redis.XMessage, error) { return s.readGroup(ctx, key, consumer, ">", n) },
+	} {
+		msgs, err := read(int64(count - len(out)))
+		if err != nil {
+			return out, fmt.Errorf("delayq: reading history: %w", err)
+		}
+		for _, m := range msgs {
+			out = append(out, parseHistory(m))
+		}
+		if len(out) >= count {
+			break
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) readGroup(ctx context.Context, key, consumer, from string, n int64) ([]redis.XMessage, error) {
+	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: HistoryGroup, Consumer: consumer,
+		Streams: []string{key, from}, Count: n, Block: -1}).Result()
+	if errors.Is(err, redis.Nil) || len(res) == 0 {
+		return nil, nil
+	}
+	return res[0].Messages, err
+}
+
+// parseHistory reads one stream entry (fields o, i, r, a, t: see keys.Partition.History).
+func parseHistory(m redis.XMessage) HistoryEntry {
+	e := HistoryEntry{StreamID: m.ID}
+	str := func(f string) string { v, _ := m.Values[f].(string); return v }
+	if len(m.Values) == 0 {
+		e.Err = errors.New("the entry was trimmed away before it was archived")
+		return e
+	}
+	e.Outcome = str("o")
+	e.Attempts, _ = strconv.Atoi(str("a"))
+	at, err := strconv.ParseInt(str("t"), 10, 64)
+	if err == nil {
+		e.AtMs = at
+		e.Record, err = DecodeRecord([]byte(str("r")))
+	}
+	e.Record.ID = str("i")
+	if err != nil || e.Outcome == "" || e.Record.ID == "" {
+		e.Err = fmt.Errorf("a malformed history entry %s: %v", m.ID, err)
+	}
+	return e
+}
+
+// AckHistory removes outcomes of partition p that were archived (or could not be).
+func (s *Store) AckHistory(ctx context.Context, p keys.Partition, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.XAck(ctx, p.History(), HistoryGroup, ids...)
+		pipe.XDel(ctx, p.History(), ids...)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delayq: acking history: %w", err)
+	}
+	return nil
+}
+
+// HistoryBacklog returns how many outcomes of partition p wait to be archived, and how many
+// were dropped in all because the stream was full.
+func (s *Store) HistoryBacklog(ctx context.Context, p keys.Partition) (waiting, dropped int64, err error) {
+	var xlen *redis.IntCmd
+	var drop *redis.StringCmd
+	_, err = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		xlen = pipe.XLen(ctx, p.History())
+		drop = pipe.HGet(ctx, p.Settings(), "history_dropped")
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return 0, 0, fmt.Errorf("delayq: history backlog: %w", err)
+	}
+	dropped, _ = drop.Int64()
+	return xlen.Val(), dropped, nil
+}
