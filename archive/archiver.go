@@ -222,3 +222,6 @@ func (a *Archiver) Backlog(ctx context.Context) (Backlog, error) {
 
 // Archived returns how many outcomes this Archiver has written.
 func (a *Archiver) Archived() int64 { return a.archived.Load() }
+
+// Failures returns how many of this Archiver's passes failed.
+func (a *Archiver) Failures() int64 { return a.failures.Load() }

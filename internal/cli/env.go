@@ -43,6 +43,11 @@ var envVars = []envVar{
 	{flag: "metrics-public", name: "DELAYQ_METRICS_PUBLIC"},
 	{flag: "scheduler", name: "DELAYQ_SCHEDULER"},
 	{flag: "dashboard-read-only", name: "DELAYQ_DASHBOARD_READ_ONLY"},
+	{flag: "archive", name: "DELAYQ_ARCHIVE", secret: true},
+	{flag: "archive-bodies", name: "DELAYQ_ARCHIVE_BODIES"},
+	{flag: "archive-failed", name: "DELAYQ_ARCHIVE_FAILED"},
+	{flag: "archive-keep", name: "DELAYQ_ARCHIVE_KEEP"},
+	{flag: "archive-retention", name: "DELAYQ_ARCHIVE_RETENTION"},
 	// Client commands.
 	{flag: "server", name: "DELAYQ_SERVER"},
 	{flag: "token", name: "DELAYQ_TOKEN", secret: true},

@@ -143,6 +143,12 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		m = metrics.New(reg)
 	}
+	history, stopArchive, err := startArchive(ctx, cfg.archive, dq, reg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	started.add(stopArchive)
+	_ = history // read by the API and the dashboard
 	var guard *webhook.Guard
 	var check func(context.Context, string) error
 	if opts.secret != nil {

@@ -37,6 +37,7 @@ type serverConfig struct {
 	metricsPublic      bool
 	scheduler          bool
 	dashboardReadOnly  bool
+	archive            archiveConfig
 }
 
 func newServerCmd(stderr io.Writer) *cobra.Command {
@@ -90,6 +91,7 @@ and exits 0.`),
 	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
 	f.BoolVar(&cfg.scheduler, "scheduler", true, "enqueue the jobs of the schedules' ticks; any number of servers may, each tick still gives one job")
 	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them")
+	cfg.archive.flags(f)
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd
@@ -128,6 +130,7 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 		}
 	}
 	c.validateWebhooks(&o, fail)
+	c.archive.validate(fail)
 	switch c.logFormat {
 	case "text", "json":
 	default:
