@@ -13,7 +13,7 @@ import (
 // "unnest" is Insert; "copy" is the other way measured, a COPY into a temporary table and then
 // the same INSERT ... ON CONFLICT DO NOTHING from it.
 //
-//	go test -run '^$' -bench BenchmarkInsert -benchtime 3s ./internal/archive/
+//	go test -run '^$' -bench BenchmarkInsert -benchtime 3s ./archive/
 func BenchmarkInsert(b *testing.B) {
 	for _, bc := range []struct {
 		name   string
