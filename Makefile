@@ -40,10 +40,11 @@ test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool en
 # agents and Redis under load and counts every job. The measured figures are written to
 # bin/faults-<profile>.jsonl; docs/reliability.md holds them.
 .PHONY: test-faults test-faults-full
-test-faults: ensure-redis
+test-faults: ensure-redis ensure-postgres
 	@mkdir -p bin && rm -f bin/faults-short.jsonl
 	DELAYQ_FAULTS=short DELAYQ_FAULTS_RESULTS=$(CURDIR)/bin/faults-short.jsonl \
 		$(GO) test -tags faults -count=1 -timeout 15m -v ./internal/faults/
+	$(GO) test -tags faults -count=1 -timeout 5m -run '^TestFault' -v ./archive/
 
 test-faults-full: ensure-redis
 	@mkdir -p bin && rm -f bin/faults-full.jsonl
@@ -58,10 +59,10 @@ lint:
 		exit 1; \
 	fi
 	$(GO) vet ./...
-	$(GO) vet -tags faults ./internal/faults/...
+	$(GO) vet -tags faults ./internal/faults/... ./archive/
 	cd bench/peers && $(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./internal/faults/...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./internal/faults/... ./archive/
 
 # The OpenAPI document against Redocly CLI's recommended rules (scripts/lint-openapi.sh); needs
 # Node.js and npm, which .ci/run installs.

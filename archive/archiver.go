@@ -105,6 +105,9 @@ func Disable(ctx context.Context, client *delayq.Client) error {
 	return Enable(ctx, client, 0, false)
 }
 
+// maxBackoff bounds the wait between failed passes.
+const maxBackoff = 5 * time.Second
+
 // Run turns archiving on and moves outcomes until ctx ends; then it returns nil. A failure to
 // read Redis or to write PostgreSQL is logged and tried again: the outcomes wait in Redis.
 func (a *Archiver) Run(ctx context.Context) error {
@@ -120,7 +123,9 @@ func (a *Archiver) Run(ctx context.Context) error {
 		case err != nil:
 			a.failures.Add(1)
 			a.log.Warn("archive: outcomes wait in Redis", "err", err, "retry_in", backoff)
-			backoff = min(2*backoff+time.Second, time.Minute)
+			// Doubling, up to a few seconds: an outage ends unannounced, and its backlog
+			// should start moving soon after.
+			backoff = min(2*backoff+a.cfg.Interval, maxBackoff)
 		default:
 			backoff = a.cfg.Interval
 			if full {
