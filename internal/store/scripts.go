@@ -64,7 +64,7 @@ func prelude(lib, body string) string {
 	chunks := splitLib(lib)
 	needed := map[string]bool{}
 	use := func(text string) {
-		for _, id := range identifier.FindAllString(text, -1) {
+		for _, id := range identifier.FindAllString(withoutComments(text), -1) {
 			needed[id] = true
 		}
 	}
@@ -89,6 +89,35 @@ func prelude(lib, body string) string {
 		if c.function == "" || needed[c.function] {
 			out.WriteString(c.text)
 		}
+	}
+	return out.String()
+}
+
+// withoutComments returns Lua text with its comments ("--" to the end of the line, outside
+// strings) cut: a function named in a comment ("so promote reads them") is not a use of it.
+func withoutComments(text string) string {
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(text, "\n") {
+		var quote byte
+		cut := len(line)
+		for i := 0; i < len(line); i++ {
+			c := line[i]
+			switch {
+			case quote != 0 && c == '\\':
+				i++
+			case quote != 0:
+				if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"':
+				quote = c
+			case c == '-' && i+1 < len(line) && line[i+1] == '-':
+				cut = i
+				i = len(line)
+			}
+		}
+		out.WriteString(line[:cut])
+		out.WriteByte('\n')
 	}
 	return out.String()
 }
