@@ -48,7 +48,7 @@ func TestJobHistory(t *testing.T) {
 
 	live := s.get("/topics/t/jobs/live")
 	wantStatus(t, "a job in Redis", live, http.StatusOK)
-	for _, want := range []string{"<h2>History</h2>", `data-outcome="failed"`, "timeout", `id="reschedule"`} {
+	for _, want := range []string{"<h2>History</h2>", `data-outcome="failed"`, "timeout", `id="reschedule"`, `id="history-link"`} {
 		if !strings.Contains(live.body, want) {
 			t.Errorf("the page of a job in Redis lacks %q:\n%s", want, live.body)
 		}
