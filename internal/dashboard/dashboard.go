@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/archive"
 )
 
 // Config configures the dashboard.
@@ -47,6 +48,9 @@ type Config struct {
 	RequestTimeout time.Duration
 	// Logger receives one line per action and internal errors. Defaults to slog.Default().
 	Logger *slog.Logger
+	// Archive, when set, adds each job's history to its page, shows a job that Redis no longer
+	// has from its history, and serves the history search at /history. Nil: no history.
+	Archive *archive.Store
 }
 
 // Dashboard is the dashboard's handler.
@@ -58,7 +62,8 @@ type Dashboard struct {
 	logins   *loginLimiter
 	readOnly bool
 	actions  *prometheus.CounterVec
-	hist     *history // nil without charts
+	hist     *history       // nil without charts
+	archive  *archive.Store // nil without the job history
 	timeout  time.Duration
 	log      *slog.Logger
 	mux      *http.ServeMux
@@ -78,7 +83,7 @@ func New(cfg Config) (*Dashboard, error) {
 	}
 	d := &Dashboard{
 		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, logins: newLoginLimiter(), readOnly: cfg.ReadOnly,
-		timeout: cfg.RequestTimeout, log: cfg.Logger,
+		timeout: cfg.RequestTimeout, log: cfg.Logger, archive: cfg.Archive,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "delayq", Name: "dashboard_actions_total",
 			Help: "Actions taken in the web dashboard, by action and outcome (ok, error), and the jobs they changed.",
@@ -114,7 +119,7 @@ func (d *Dashboard) Run(ctx context.Context) {
 // Owns reports whether the dashboard serves path; the server sends every other path to the API.
 func Owns(path string) bool {
 	switch path {
-	case "/", "/login", "/logout", "/search", "/overview/topics", "/schedules":
+	case "/", "/login", "/logout", "/search", "/history", "/overview/topics", "/schedules":
 		return true
 	}
 	return strings.HasPrefix(path, "/topics/") || strings.HasPrefix(path, "/schedules/") || strings.HasPrefix(path, assetPrefix)
@@ -153,6 +158,7 @@ func (d *Dashboard) routes() {
 	page("GET /{$}", (*Dashboard).overview)
 	page("GET /overview/topics", (*Dashboard).overviewTopics)
 	page("GET /search", (*Dashboard).search)
+	page("GET /history", (*Dashboard).historyPage)
 	page("GET /topics/{topic}", (*Dashboard).topic)
 	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
 	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)

@@ -16,6 +16,7 @@ type view struct {
 	CSRF     string // the session's CSRF token, for every form
 	Open     bool   // no tokens: there is nothing to log out of
 	ReadOnly bool   // actions are hidden
+	History  bool   // the job history is archived: the header links its search
 	Title    string
 	Data     any
 }
@@ -53,7 +54,7 @@ func (d *Dashboard) page(h pageFunc) http.Handler {
 			d.fail(w, r, nil, errLogin)
 			return
 		}
-		v := &view{Who: ses.Who, CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly}
+		v := &view{Who: ses.Who, CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly, History: d.archive != nil}
 		if r.Method == http.MethodPost {
 			if err := d.checkAction(r, ses); err != nil {
 				d.fail(w, r, v, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"unicode/utf8"
 
@@ -14,9 +15,13 @@ import (
 
 // jobData is a job page's.
 type jobData struct {
-	Job  *apiv1.Job
-	Body body
-	Done *doneNote
+	Topic, ID string
+	Job       *apiv1.Job // nil when Redis no longer has the job (Gone)
+	Body      body
+	Done      *doneNote
+	// Gone: the page shows the job from its history alone, the body as last archived.
+	Gone    bool
+	History *jobHistory // nil without an archive
 }
 
 // body is a job's body as a page shows it.
@@ -57,11 +62,15 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	j, err := d.c.Get(ctx, topic, id)
+	if errors.Is(err, delayq.ErrNotFound) && d.archive != nil {
+		return d.goneJob(w, r, v, err)
+	}
 	if err != nil {
 		return err
 	}
+	h, _ := d.readJobHistory(ctx, topic, id)
 	v.Title = id
-	v.Data = jobData{Job: apiv1.NewJob(j), Body: showBody(j.Body, j.Format), Done: readDone(r)}
+	v.Data = jobData{Topic: topic, ID: id, Job: apiv1.NewJob(j), Body: showBody(j.Body, j.Format), Done: readDone(r), History: h}
 	d.render(w, http.StatusOK, "job", v)
 	return nil
 }

@@ -10,9 +10,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
@@ -96,6 +98,10 @@ func classify(err error) (body apiv1.Error, internal bool) {
 	if errors.Is(err, delayq.ErrInvalid) {
 		return apiv1.Error{Code: codeInvalid, Message: err.Error()}, false
 	}
+	var fe *archive.FilterError
+	if errors.As(err, &fe) {
+		return apiv1.Error{Code: codeInvalid, Message: fmt.Sprintf("invalid %s: %s", fe.Field, fe.Reason)}, false
+	}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
 			return apiv1.Error{Code: s.code, Message: err.Error()}, false
@@ -122,9 +128,31 @@ func unavailable(err error) bool {
 		errors.As(err, &netErr):
 		return true
 	}
+	if postgresUnavailable(err) {
+		return true
+	}
 	return redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsClusterDownError(err) ||
 		redis.IsTryAgainError(err) || redis.IsMasterDownError(err) || redis.IsMaxClientsError(err) ||
 		redis.IsOOMError(err) || redis.IsNoReplicasError(err) || redis.HasErrorPrefix(err, "BUSY")
+}
+
+// postgresUnavailable reports whether err says the archive's PostgreSQL cannot be reached or
+// cannot serve now: no connection could be made, the server is shutting down or starting up
+// (class 57, operator intervention), the connection broke (class 08), or it is out of
+// resources (class 53).
+func postgresUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch pe.Code[:min(2, len(pe.Code))] {
+		case "08", "53", "57":
+			return true
+		}
+	}
+	return false
 }
 
 // writeError writes err as the API's error body with its status.

@@ -23,6 +23,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/metrics"
 	"github.com/delayq/delayq/internal/tracing"
 	"go.opentelemetry.io/otel/codes"
@@ -72,6 +73,9 @@ type Config struct {
 	Logger *slog.Logger
 	// TracerProvider makes a span per request. Nil: the global provider.
 	TracerProvider trace.TracerProvider
+	// Archive, when set, serves the job history (GET /v1/history and a job's /history). Nil:
+	// those routes answer 404 not_found saying that the archive is not configured.
+	Archive *archive.Store
 }
 
 // api is the handler's state; its methods are the route handlers.
@@ -92,6 +96,7 @@ type api struct {
 	mux        *http.ServeMux
 	metricsH   http.Handler
 	trace      tracing.Tracer
+	archive    *archive.Store // nil: no history
 }
 
 // New returns the API handler.
@@ -117,6 +122,7 @@ func New(cfg Config) (http.Handler, error) {
 		log:     cfg.Logger,
 		public:  cfg.MetricsPublic,
 		trace:   tracing.New(cfg.TracerProvider),
+		archive: cfg.Archive,
 	}
 	for i, tok := range cfg.Tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {

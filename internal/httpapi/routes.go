@@ -51,6 +51,9 @@ func routes() []route {
 		{http.MethodDelete, "/v1/topics/{topic}/dead", (*api).deleteDead},
 		{http.MethodPost, "/v1/topics/{topic}/dead/requeue", (*api).requeueDead},
 
+		{http.MethodGet, "/v1/history", (*api).listHistory},
+		{http.MethodGet, "/v1/topics/{topic}/jobs/{id}/history", (*api).jobHistory},
+
 		{http.MethodGet, "/v1/schedules", (*api).listSchedules},
 		{http.MethodGet, "/v1/schedules/{name}", (*api).getSchedule},
 		{http.MethodPut, "/v1/schedules/{name}", (*api).putSchedule},
