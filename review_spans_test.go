@@ -1,0 +1,116 @@
+package delayq
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
+)
+
+// spanCounter counts the spans started and ended.
+type spanCounter struct{ started, ended atomic.Int64 }
+
+func (s *spanCounter) OnStart(context.Context, sdktrace.ReadWriteSpan) { s.started.Add(1) }
+func (s *spanCounter) OnEnd(sdktrace.ReadOnlySpan)                     { s.ended.Add(1) }
+func (s *spanCounter) Shutdown(context.Context) error                  { return nil }
+func (s *spanCounter) ForceFlush(context.Context) error                { return nil }
+
+func (s *spanCounter) check(t *testing.T, step string) {
+	t.Helper()
+	testwait.For(t, 10*time.Second, step+": every span ended", func() bool {
+		return s.started.Load() == s.ended.Load()
+	})
+	if s.started.Load() == 0 {
+		t.Fatalf("%s: no span started", step)
+	}
+}
+
+// Every span delayq starts ends, on errors too.
+func TestReviewSpansAlwaysEnd(t *testing.T) {
+	t.Parallel()
+	cnt := &spanCounter{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cnt))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	srv := redistest.Standalone(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c := newClientOn(t, rdb, Config{TracerProvider: tp})
+	ctx := testContext(t)
+
+	if _, err := c.Enqueue(ctx, "t", Spec{Headers: map[string]string{"a b": "x"}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("invalid enqueue: %v", err)
+	}
+	cnt.check(t, "an invalid enqueue")
+	mustEnqueue(t, c, "t", Spec{ID: "x", Delay: time.Hour})
+	cnt.check(t, "an enqueue")
+
+	// A Reserve whose ctx ends while it waits.
+	rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := c.Reserve(rctx, "t", ReserveOptions{Wait: 10 * time.Second}); err == nil {
+		t.Fatal("Reserve whose ctx ended: no error")
+	}
+	cancel()
+	cnt.check(t, "a reserve cancelled while it waits")
+
+	// A Worker whose handlers fail, panic and overrun their time.
+	mustEnqueue(t, c, "w", Spec{ID: "fail", MaxRetries: 0})
+	mustEnqueue(t, c, "w", Spec{ID: "panic", MaxRetries: 0})
+	mustEnqueue(t, c, "w", Spec{ID: "slow", MaxRetries: 0, TTR: time.Second})
+	mustEnqueue(t, c, "w", Spec{ID: "ok"})
+	var handled atomic.Int64
+	w, err := NewWorker(c, WorkerConfig{Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("w", func(ctx context.Context, j *Job) error {
+		defer handled.Add(1)
+		switch j.ID {
+		case "fail":
+			return errors.New("failed")
+		case "panic":
+			panic("boom")
+		case "slow":
+			tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			defer cancel()
+			<-tctx.Done()
+			return tctx.Err()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 20*time.Second, "four handlers", func() bool { return handled.Load() == 4 })
+	testwait.For(t, 20*time.Second, "the jobs settled", func() bool {
+		s, err := c.Stats(ctx, "w")
+		return err == nil && s.Reserved == 0 && s.Ready == 0
+	})
+	if err := w.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cnt.check(t, "a Worker's deliveries")
+
+	// Redis down.
+	srv.Kill(t)
+	dctx, dcancel := context.WithTimeout(ctx, 3*time.Second)
+	defer dcancel()
+	if _, err := c.Enqueue(dctx, "t", Spec{ID: "down"}); err == nil {
+		t.Fatal("Enqueue with Redis down: no error")
+	}
+	if _, err := c.Reserve(dctx, "t", ReserveOptions{}); err == nil {
+		t.Fatal("Reserve with Redis down: no error")
+	}
+	if err := c.Ack(dctx, Lease{Topic: "t", ID: "x", Token: "0123456789abcdef01234567"}); err == nil {
+		t.Fatal("Ack with Redis down: no error")
+	}
+	cnt.check(t, "calls with Redis down")
+}
