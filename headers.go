@@ -52,6 +52,27 @@ func withTrace(ctx context.Context, h map[string]string) map[string]string {
 	return out
 }
 
+// withStoredTrace returns h, a repeated enqueue's headers, with the trace headers of the job
+// the first enqueue stored (traceparent and tracestate, "" for one it lacks): the repeat answers
+// that job. h itself is never changed.
+func withStoredTrace(h map[string]string, trace []string) map[string]string {
+	out := make(map[string]string, len(h)+2)
+	for name, value := range h {
+		out[name] = value
+	}
+	for i, name := range []string{tracing.TraceParent, tracing.TraceState} {
+		if trace[i] == "" {
+			delete(out, name)
+		} else {
+			out[name] = trace[i]
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
 // normalizeHeaders validates a Spec's headers and returns them with lower-case names, or nil
 // when there are none. Names are HTTP field names (RFC 9110 tokens), compared without case, so
 // two that differ only by case are an error; values are UTF-8 without control characters other

@@ -1,9 +1,17 @@
 package delayq
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/delayq/delayq/internal/redistest"
 )
 
 // A caller's own traceparent is kept whatever the case of its name, as any header name is
@@ -62,5 +70,61 @@ func TestReviewEnqueueInASpanAtTheHeaderLimits(t *testing.T) {
 	job, err := c.Enqueue(ctx, "t", Spec{Headers: full})
 	if err != nil || job.Headers["traceparent"] == "" {
 		t.Fatalf("31 headers inside a span: %v, %v; want the traceparent added", job, err)
+	}
+}
+
+// A repeat in another span answers the first call's job as it is stored: its trace context is
+// the first call's, which a Get returns too.
+func TestReviewEnqueueRepeatAnswersTheStoredTraceContext(t *testing.T) {
+	c, _, tracer := newTracedClient(t)
+	spec := Spec{ID: "a", Delay: time.Minute}
+	ctx1, span1 := tracer.Start(testContext(t), "try 1")
+	first, err := c.Enqueue(ctx1, "t", spec)
+	span1.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, span2 := tracer.Start(testContext(t), "try 2")
+	defer span2.End()
+	again, err := c.Enqueue(ctx2, "t", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := c.Get(testContext(t), "t", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Headers["traceparent"] != stored.Headers["traceparent"] || first.Headers["traceparent"] != stored.Headers["traceparent"] {
+		t.Fatalf("traceparent: first %q, repeat answered %q, stored %q", first.Headers["traceparent"], again.Headers["traceparent"], stored.Headers["traceparent"])
+	}
+}
+
+// The repeat's answer survives a lost reply: the call run again answers the stored trace too.
+func TestReviewEnqueueRepeatWhoseReplyWasLost(t *testing.T) {
+	tp := sdktrace.NewTracerProvider()
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	c := newClientOn(t, rdb, Config{TracerProvider: tp})
+	tracer := tp.Tracer("test")
+	spec := Spec{ID: "lost-repeat", Delay: time.Minute, Headers: map[string]string{"x": "1"}}
+	ctx1, span1 := tracer.Start(testContext(t), "try 1")
+	first, err := c.Enqueue(ctx1, "t", spec)
+	span1.End()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx2, span2 := tracer.Start(testContext(t), "try 2")
+	defer span2.End()
+	fired := proxy.DropReplyOnce(scriptCall("lost-repeat"))
+	again, err := c.Enqueue(ctx2, "t", spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFire(t, fired)
+	if diff := cmp.Diff(first.Headers, again.Headers); diff != "" {
+		t.Fatalf("the repeat whose reply was lost answered headers (-first +answer):\n%s", diff)
 	}
 }
