@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/delayq/delayq/internal/redistest"
@@ -113,4 +114,62 @@ func TestReviewSpansAlwaysEnd(t *testing.T) {
 		t.Fatal("Ack with Redis down: no error")
 	}
 	cnt.check(t, "calls with Redis down")
+}
+
+// A delivery that fails, panics or runs out of time ends its span with an error status; one that
+// succeeds does not.
+func TestReviewDeliverySpanStatus(t *testing.T) {
+	t.Parallel()
+	c, exp, _ := newTracedClient(t)
+	ctx := testContext(t)
+	for _, id := range []string{"fail", "panic", "slow", "ok"} {
+		mustEnqueue(t, c, "st", Spec{ID: id, MaxRetries: 0})
+	}
+	w, err := NewWorker(c, WorkerConfig{Concurrency: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("st", func(ctx context.Context, j *Job) error {
+		switch j.ID {
+		case "fail":
+			return errors.New("failed")
+		case "panic":
+			panic("boom")
+		case "slow":
+			tctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			defer cancel()
+			<-tctx.Done()
+			return tctx.Err()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	testwait.For(t, 20*time.Second, "four process spans", func() bool {
+		n := 0
+		for _, s := range exp.GetSpans() {
+			if s.Name == "process st" {
+				n++
+			}
+		}
+		return n == 4
+	})
+	for _, s := range exp.GetSpans() {
+		if s.Name != "process st" {
+			continue
+		}
+		var id string
+		for _, a := range s.Attributes {
+			if a.Key == "messaging.message.id" {
+				id = a.Value.AsString()
+			}
+		}
+		if failed := s.Status.Code == codes.Error; failed != (id != "ok") {
+			t.Errorf("job %q: span status %v %q", id, s.Status.Code, s.Status.Description)
+		}
+	}
 }
