@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
@@ -170,6 +171,47 @@ func TestReviewDeliverySpanStatus(t *testing.T) {
 		}
 		if failed := s.Status.Code == codes.Error; failed != (id != "ok") {
 			t.Errorf("job %q: span status %v %q", id, s.Status.Code, s.Status.Description)
+		}
+	}
+}
+
+// A Worker started inside a span (a request that starts it, say) does not put its deliveries in
+// that span's trace: with LinkTraces each delivery is a trace of its own, and a job without
+// trace context starts one.
+func TestReviewWorkerStartedInASpan(t *testing.T) {
+	t.Parallel()
+	c, exp, tracer := newTracedClient(t)
+	// One job linked to its enqueue, one without any trace context.
+	mustEnqueue(t, c, "ws", Spec{ID: "traced"})
+	if _, err := c.EnqueueBatch(trace.ContextWithSpanContext(testContext(t), trace.SpanContext{}), "ws", []Spec{{ID: "plain"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, starter := tracer.Start(testContext(t), "starter")
+	defer starter.End()
+	w, err := NewWorker(c, WorkerConfig{LinkTraces: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	if err := w.Handle("ws", func(context.Context, *Job) error { ran.Add(1); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	testwait.For(t, 10*time.Second, "two process spans", func() bool {
+		n := 0
+		for _, s := range exp.GetSpans() {
+			if s.Name == "process ws" {
+				n++
+			}
+		}
+		return n == 2
+	})
+	for _, s := range exp.GetSpans() {
+		if s.Name == "process ws" && (s.SpanContext.TraceID() == starter.SpanContext().TraceID() || s.Parent.IsValid()) {
+			t.Errorf("a delivery span in the trace of the span that started the Worker: parent %v", s.Parent)
 		}
 	}
 }
