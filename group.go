@@ -39,7 +39,11 @@ func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueue
 			case r.Jobs[k].Repeat && reqs[i].generated:
 				out[i].err = ErrExists
 			default:
-				out[i].job = newJob(reqs[i].topic, reqs[i].job, r.Jobs[k].CreatedMs, r.Jobs[k].RunAtMs)
+				j := reqs[i].job
+				if t := r.Jobs[k].StoredTrace; t != nil {
+					j.Headers = withStoredTrace(j.Headers, t)
+				}
+				out[i].job = newJob(reqs[i].topic, j, r.Jobs[k].CreatedMs, r.Jobs[k].RunAtMs)
 			}
 		}
 	}

@@ -1,10 +1,13 @@
 package delayq
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/delayq/delayq/internal/tracing"
 )
 
 // Limits of a job's headers.
@@ -14,6 +17,61 @@ const (
 	// MaxHeadersBytes bounds the sum of the lengths of a job's header names and values.
 	MaxHeadersBytes = 8 << 10
 )
+
+// withTrace returns h with the trace context of ctx's span added as traceparent and tracestate
+// (in place of a tracestate of h's), unless h has a traceparent already (a name compared
+// without case, as every header name is), ctx carries no trace, or the result would be over the
+// limits (headers that Validate accepts stay accepted inside a span). h itself is never changed.
+func withTrace(ctx context.Context, h map[string]string) map[string]string {
+	size := 0
+	for name, value := range h {
+		if strings.EqualFold(name, tracing.TraceParent) {
+			return h
+		}
+		size += len(name) + len(value)
+	}
+	trace := tracing.Inject(ctx, nil)
+	if len(trace) == 0 {
+		return h
+	}
+	out := make(map[string]string, len(h)+len(trace))
+	for name, value := range h {
+		if strings.EqualFold(name, tracing.TraceState) {
+			size -= len(name) + len(value)
+			continue
+		}
+		out[name] = value
+	}
+	for name, value := range trace {
+		out[name] = value
+		size += len(name) + len(value)
+	}
+	if len(out) > MaxHeaders || size > MaxHeadersBytes {
+		return h
+	}
+	return out
+}
+
+// withStoredTrace returns h, a repeated enqueue's headers, with the trace headers of the job
+// the first enqueue stored (traceparent and tracestate, "" for one it lacks): the repeat answers
+// that job. h itself is never changed.
+func withStoredTrace(h map[string]string, trace []string) map[string]string {
+	out := make(map[string]string, len(h)+2)
+	for name, value := range h {
+		out[name] = value
+	}
+	for i, name := range []string{tracing.TraceParent, tracing.TraceState} {
+		if trace[i] == "" {
+			delete(out, name)
+		} else {
+			out[name] = trace[i]
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
 
 // normalizeHeaders validates a Spec's headers and returns them with lower-case names, or nil
 // when there are none. Names are HTTP field names (RFC 9110 tokens), compared without case, so

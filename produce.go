@@ -33,7 +33,7 @@ func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error
 }
 
 func (c *Client) enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
-	s.Headers = tracing.Inject(ctx, s.Headers)
+	s.Headers = withTrace(ctx, s.Headers)
 	j, err := c.cfg.Limits.toNewJob(s, c.newID)
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (c *Client) enqueueBatch(ctx context.Context, topic string, specs []Spec) (
 	index := make([]int, 0, len(specs)) // jobs[k] came from specs[index[k]]
 	seen := make(map[string]bool, len(specs))
 	for i, s := range specs {
-		s.Headers = tracing.Inject(ctx, s.Headers)
+		s.Headers = withTrace(ctx, s.Headers)
 		j, err := c.cfg.Limits.toNewJob(s, c.newID)
 		if err == nil && seen[j.ID] {
 			err = ErrExists

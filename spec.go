@@ -39,7 +39,7 @@ type Spec struct {
 	// tokens, kept in lower case (two that differ only by case are an error); values are UTF-8
 	// without control characters other than tab. Nil or empty: none. An enqueue made inside
 	// a span adds its W3C trace context as traceparent and tracestate, unless Headers has a
-	// traceparent already (docs/observability.md).
+	// traceparent already (under any case) or no room for them (docs/observability.md).
 	Headers map[string]string
 }
 

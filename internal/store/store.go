@@ -152,7 +152,10 @@ type Added struct {
 	RunAtMs   int64
 	CreatedMs int64
 	Repeat    bool // an identical enqueue added the job earlier: these are its times
-	Err       error
+	// StoredTrace, for a Repeat whose stored trace headers differ from this call's, holds
+	// them as stored: traceparent and tracestate, "" for one the job lacks.
+	StoredTrace []string
+	Err         error
 }
 
 // Enqueued is the outcome of one partition's enqueue call: the server's time and each job's
@@ -277,12 +280,24 @@ func enqueueArgs(jobs []NewJob) []any {
 }
 
 func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
-	vals, err := cmd.Int64Slice()
+	raw, err := cmd.Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("delayq: enqueue: %w", err)
 	}
-	if len(vals) != 1+3*n {
-		return 0, nil, fmt.Errorf("delayq: enqueue: %d values in reply, want %d", len(vals), 1+3*n)
+	var traces []any
+	if len(raw) == 2+3*n {
+		traces, _ = raw[len(raw)-1].([]any)
+		raw = raw[:len(raw)-1]
+	}
+	if len(raw) != 1+3*n || len(traces)%3 != 0 {
+		return 0, nil, fmt.Errorf("delayq: enqueue: %d values in reply, want %d", len(raw), 1+3*n)
+	}
+	vals := make([]int64, len(raw))
+	for i, v := range raw {
+		var ok bool
+		if vals[i], ok = v.(int64); !ok {
+			return 0, nil, fmt.Errorf("delayq: enqueue: reply value %d is %T, not an integer", i, v)
+		}
 	}
 	out := make([]Added, n)
 	for i := range out {
@@ -294,6 +309,13 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 			out[i].Repeat = true
 		}
 		out[i].RunAtMs, out[i].CreatedMs = v[1], v[2]
+	}
+	for k := 0; k < len(traces); k += 3 {
+		i := toInt(traces[k])
+		if i < 0 || i >= int64(n) || !out[i].Repeat {
+			return 0, nil, fmt.Errorf("delayq: enqueue: a stored trace for job %d, not a repeat", i)
+		}
+		out[i].StoredTrace = []string{toString(traces[k+1]), toString(traces[k+2])}
 	}
 	return vals[0], out, nil
 }

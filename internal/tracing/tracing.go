@@ -83,19 +83,20 @@ func (t Tracer) StartServer(ctx context.Context, name string, attrs ...attribute
 }
 
 // StartJob starts the span of op for one job: a child of the trace context in its headers or,
-// with link set, the start of a new trace (under ctx's span, if any) linked to that context.
-// Long delays make traces hours long; linking keeps each delivery its own trace.
+// with link set or without such a context, the start of a new trace, linked to that context if
+// there is one. ctx's own span is never the parent: a Worker's deliveries do not join the trace
+// of whatever started the Worker. Long delays make traces hours long; linking keeps each
+// delivery its own trace.
 func (t Tracer) StartJob(ctx context.Context, op Op, topic, id string, attempt int, headers map[string]string, link bool, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	attrs = append(attrs, semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
 	producer := trace.SpanContextFromContext(Extract(context.Background(), headers))
-	if !producer.IsValid() {
-		return t.Start(ctx, op, topic, attrs...)
-	}
-	if !link {
+	if producer.IsValid() && !link {
 		return t.Start(trace.ContextWithRemoteSpanContext(ctx, producer), op, topic, attrs...)
 	}
-	ctx, span := t.Start(ctx, op, topic, attrs...)
-	span.AddLink(trace.Link{SpanContext: producer})
+	ctx, span := t.Start(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), op, topic, attrs...)
+	if producer.IsValid() {
+		span.AddLink(trace.Link{SpanContext: producer})
+	}
 	return ctx, span
 }
 

@@ -4,10 +4,12 @@
 -- '0' pull; then n groups of 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
--- Returns: {now, status_1, run_at_1, created_1, ..., status_n, run_at_n, created_n}; status 1 =
--- added (created is now), 2 = the same job was added by an identical enqueue within the replay
--- window and is still as that enqueue made it (its run_at and created are the first one's),
--- 0 = the id exists (run_at and created 0).
+-- Returns: {now, status_1, run_at_1, created_1, ..., status_n, run_at_n, created_n[, traces]};
+-- status 1 = added (created is now), 2 = the same job was added by an identical enqueue within
+-- the replay window and is still as that enqueue made it (its run_at and created are the first
+-- one's), 0 = the id exists (run_at and created 0). traces, present when a repeat's stored trace
+-- headers differ from this call's, is {i, traceparent, tracestate, ...} for those repeats (i from
+-- 0, '' for a header the job lacks): the repeat answers the job as stored.
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
 -- one ZADD. The call records its time, the positions of the jobs that existed and those of the
 -- repeats with their times, from which a second run of the call rebuilds the same answer and
@@ -36,6 +38,7 @@ local function replay()
   for _, i in ipairs(rec[2]) do existed[i] = true end
   local rs = rec[3] or {}
   for k = 1, #rs, 3 do repeats[rs[k]] = {rs[k + 1], rs[k + 2]} end
+  local traces = rec[4]
   local out = {now}
   for i = 0, n - 1 do
     local a = 6 + i * 5
@@ -49,35 +52,38 @@ local function replay()
       add(out, 1, tonumber(ARGV[a + 2]), now)
     end
   end
+  if traces and #traces > 0 then out[#out + 1] = traces end
   return out
 end
 
 -- same_but_trace reports whether two records differ at most in their trace headers
 -- (traceparent and tracestate), which a call tried again in a new span changes: they do not
--- make it another call. Fields are scalars, or arrays and maps of scalars (backoff, headers).
--- Only a record that is not byte-equal is unpacked: the cost falls on enqueues of existing ids.
--- (No table or function is made up front: the script makes them on every call.)
+-- make it another call; if so it returns the first one's headers (a table, empty when it has
+-- none). Fields are scalars, or arrays and maps of scalars (backoff, headers). Only a record
+-- that is not byte-equal is unpacked: the cost falls on enqueues of existing ids. (No table or
+-- function is made up front: the script would make them on every call.)
 local function same_but_trace(a, b)
   local x, y = {cmsgpack.unpack(a)}, {cmsgpack.unpack(b)}
   for i = 1, NFIELDS do
     local xi, yi = x[i], y[i]
     if i == F_HEADERS then xi, yi = xi or {}, yi or {} end
     if type(xi) ~= 'table' or type(yi) ~= 'table' then
-      if xi ~= yi then return false end
+      if xi ~= yi then return nil end
     else
       for _, t in ipairs({{xi, yi}, {yi, xi}}) do
         for k, v in pairs(t[1]) do
-          if k ~= 'traceparent' and k ~= 'tracestate' and t[2][k] ~= v then return false end
+          if k ~= 'traceparent' and k ~= 'tracestate' and t[2][k] ~= v then return nil end
         end
       end
     end
   end
-  return true
+  return x[F_HEADERS] or {}
 end
 
 -- repeat_of answers the due time and creation time of job id when its stored record is the one
 -- this call would store for it (head and tail), made within the window at the due time this
--- call asks for (delay, or run_at when delay is ''); else nil.
+-- call asks for (delay, or run_at when delay is ''); else nil. A third value, when the stored
+-- trace headers differ from this call's, is the stored headers.
 local function repeat_of(id, delay, run_at, head, tail)
   if WINDOW == 0 then return nil end
   local stored = redis.call('HGET', JOBS, id)
@@ -91,8 +97,10 @@ local function repeat_of(id, delay, run_at, head, tail)
     return nil
   end
   local wanted = head .. cmsgpack.pack(created, d) .. tail
-  if stored ~= wanted and not same_but_trace(stored, wanted) then return nil end
-  return created + d, created
+  if stored == wanted then return created + d, created end
+  local headers = same_but_trace(stored, wanted)
+  if not headers then return nil end
+  return created + d, created, headers
 end
 
 local again = replay()
@@ -104,6 +112,7 @@ local soonest = {}
 local scheduled = {}
 local existed = {}
 local repeats = {}
+local traces = {}
 for i = 0, n - 1 do
   local a = 6 + i * 5
   local id = ARGV[a]
@@ -118,10 +127,13 @@ for i = 0, n - 1 do
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
     add(out, 1, t, NOW)
   else
-    local run_at, created = repeat_of(id, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+    local run_at, created, headers = repeat_of(id, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
     if run_at then
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)
+      if headers then
+        add(traces, i, headers.traceparent or '', headers.tracestate or '')
+      end
     else
       existed[#existed + 1] = i
       add(out, 0, 0, 0)
@@ -132,5 +144,10 @@ bulk('ZADD', DELAYED, scheduled)
 for lane, t in pairs(soonest) do notify_if_sooner(prev, t, lane) end
 -- Recorded even when nothing was stored: a second run of a call that met existing jobs or
 -- repeats must answer as this one did, whatever happened to those jobs since.
-record(NOW, existed, repeats)
+if #traces > 0 then
+  record(NOW, existed, repeats, traces)
+  out[#out + 1] = traces
+else
+  record(NOW, existed, repeats)
+end
 return out
