@@ -112,7 +112,7 @@ local soonest = {}
 local scheduled = {}
 local existed = {}
 local repeats = {}
-local traces = {}
+local traces -- made only when a repeat needs it
 for i = 0, n - 1 do
   local a = 6 + i * 5
   local id = ARGV[a]
@@ -132,6 +132,7 @@ for i = 0, n - 1 do
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)
       if headers then
+        traces = traces or {}
         add(traces, i, headers.traceparent or '', headers.tracestate or '')
       end
     else
@@ -144,7 +145,7 @@ bulk('ZADD', DELAYED, scheduled)
 for lane, t in pairs(soonest) do notify_if_sooner(prev, t, lane) end
 -- Recorded even when nothing was stored: a second run of a call that met existing jobs or
 -- repeats must answer as this one did, whatever happened to those jobs since.
-if #traces > 0 then
+if traces then
   record(NOW, existed, repeats, traces)
   out[#out + 1] = traces
 else
