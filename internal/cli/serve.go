@@ -17,6 +17,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/dashboard"
+	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/embedded"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/metrics"
@@ -148,7 +149,6 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 		return nil, nil, err
 	}
 	started.add(stopArchive)
-	_ = history // read by the API and the dashboard
 	var guard *webhook.Guard
 	var check func(context.Context, string) error
 	if opts.secret != nil {
@@ -174,11 +174,12 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 		RequestTimeout: cfg.requestTimeout,
 		Redis:          rdb,
 		Logger:         log,
+		Archive:        history,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the HTTP API: %w", err)
 	}
-	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, log, handler)
+	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, history, log, handler)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -233,14 +234,14 @@ func startScheduler(dq *delayq.Client, log *slog.Logger) (stop func(), err error
 
 // mountDashboard puts the web dashboard in front of the API: it serves /, /login, /topics/...
 // and its assets, and the API every other path. Its charts sample the metrics until ctx ends.
-func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, log *slog.Logger, api http.Handler) (http.Handler, error) {
+func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, history *archive.Store, log *slog.Logger, api http.Handler) (http.Handler, error) {
 	mode := "embedded"
 	if opts.redis != nil {
 		mode = opts.redis.Mode.String()
 	}
 	dc := dashboard.Config{
 		Client: dq, Redis: rdb, RedisMode: mode, Tokens: cfg.tokens, ReadOnly: cfg.dashboardReadOnly,
-		RequestTimeout: cfg.requestTimeout, Logger: log,
+		RequestTimeout: cfg.requestTimeout, Logger: log, Archive: history,
 	}
 	if reg != nil {
 		dc.Registerer, dc.Gatherer = reg, reg
