@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -45,6 +46,17 @@ func TestServerArchivesJobEnds(t *testing.T) {
 		}
 		return nil
 	})
+	// The API and the CLI read it back.
+	var page struct {
+		Entries []struct {
+			Outcome string          `json:"outcome"`
+			Body    json.RawMessage `json:"body"`
+		} `json:"entries"`
+	}
+	s.mustJSON(t, &page, "history", "orders", "o1")
+	if len(page.Entries) != 1 || page.Entries[0].Outcome != "acked" || string(page.Entries[0].Body) != `{"n":1}` {
+		t.Fatalf("delayq history orders o1: %+v", page)
+	}
 	resp, err := http.Get(s.URL + "/metrics")
 	if err != nil {
 		t.Fatal(err)
