@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/internal/dashboard"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/dashboard"
 	"github.com/delayq/delayq/internal/embedded"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/metrics"
