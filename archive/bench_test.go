@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -79,4 +80,31 @@ func insertByCopy(ctx context.Context, s *Store, batch []Outcome) (int, error) {
 		return err
 	})
 	return int(added), err
+}
+
+// BenchmarkDeleteOlderThan measures retention: rows/s deleted by DeleteOlderThan in batches of
+// 1000 from a table of old rows (each b.N row inserted first, outside the timing), while rows
+// newer than the cutoff stay.
+//
+//	go test -run '^$' -bench BenchmarkDeleteOlderThan -benchtime 50000x ./archive/
+func BenchmarkDeleteOlderThan(b *testing.B) {
+	s, _ := openStore(b, Options{})
+	ctx := context.Background()
+	old := time.Now().Add(-48 * time.Hour)
+	for i := 0; i < b.N; i += 1000 {
+		batch := outcomes("bench", min(1000, b.N-i))
+		for j := range batch {
+			batch[j].ID = fmt.Sprintf("j%d", i+j)
+			batch[j].FinishedAt = old
+		}
+		if _, err := s.Insert(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	n, err := s.DeleteOlderThan(ctx, 24*time.Hour, 1000)
+	if err != nil || n != int64(b.N) {
+		b.Fatalf("deleted %d, %v; want %d", n, err, b.N)
+	}
+	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "rows/s")
 }
