@@ -24,7 +24,7 @@ func tracingWanted(getenv func(string) string) bool {
 		return false
 	}
 	if e := getenv("OTEL_TRACES_EXPORTER"); e != "" {
-		return e != "none"
+		return !strings.EqualFold(e, "none")
 	}
 	return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
