@@ -35,6 +35,9 @@ type Match struct {
 	// Attempts is how many times the job has been delivered.
 	Attempts    int
 	CallbackURL string
+	// Headers must each be among the job's headers with that value (names in any case); the
+	// job may have more.
+	Headers map[string]string
 }
 
 // RequireEnqueued fails t unless topic holds a job that m matches, in any state, dead ones
@@ -137,6 +140,11 @@ func (m matcher) matches(j *delayq.Job) bool {
 		m.CallbackURL != "" && j.CallbackURL != m.CallbackURL:
 		return false
 	}
+	for name, v := range m.Headers {
+		if got, ok := j.Headers[strings.ToLower(name)]; !ok || got != v {
+			return false
+		}
+	}
 	if m.JSON != nil {
 		var got any
 		if json.Unmarshal(j.Body, &got) != nil || !reflect.DeepEqual(got, m.json) {
@@ -167,6 +175,7 @@ func (m Match) String() string {
 	add(!m.RunAtTo.IsZero(), "RunAtTo: %s", m.RunAtTo.UTC().Format(time.RFC3339Nano))
 	add(m.Attempts != 0, "Attempts: %d", m.Attempts)
 	add(m.CallbackURL != "", "CallbackURL: %q", m.CallbackURL)
+	add(len(m.Headers) > 0, "Headers: %v", m.Headers)
 	return "{" + strings.Join(f, ", ") + "}"
 }
 

@@ -22,7 +22,8 @@ func TestRequireEnqueuedMatchesEachField(t *testing.T) {
 	t.Parallel()
 	c := NewClient(t, delayq.Config{})
 	welcome := enqueue(t, c, "mail", delayq.Spec{ID: "welcome", Body: []byte(`{"user": 42, "kind": "welcome"}`), Format: delayq.FormatJSON, Delay: time.Hour, Priority: 5})
-	enqueue(t, c, "mail", delayq.Spec{ID: "now", Body: []byte("plain"), CallbackURL: "https://example.com/hook"})
+	enqueue(t, c, "mail", delayq.Spec{ID: "now", Body: []byte("plain"), CallbackURL: "https://example.com/hook",
+		Headers: map[string]string{"tenant": "acme", "lang": "fr"}})
 	cases := []struct {
 		name   string
 		m      Match
@@ -50,6 +51,9 @@ func TestRequireEnqueuedMatchesEachField(t *testing.T) {
 		{"run_at after the window", Match{ID: "welcome", RunAtTo: welcome.RunAt.Add(-time.Millisecond)}, ""},
 		{"callback", Match{CallbackURL: "https://example.com/hook"}, "now"},
 		{"attempts", Match{Attempts: 1}, ""},
+		{"a header, name in another case", Match{Headers: map[string]string{"Tenant": "acme"}}, "now"},
+		{"a header's value differs", Match{Headers: map[string]string{"tenant": "other"}}, ""},
+		{"a header missing", Match{Headers: map[string]string{"tenant": "acme", "region": "eu"}}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
