@@ -28,6 +28,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/bench"
 	"github.com/delayq/delayq/internal/redisproc"
 )
@@ -70,6 +71,41 @@ func variants() []variant {
 		{"delayq Enqueue, replay window 0 (no call record)", 1, enqueueWith(-1, 1)},
 		{"delayq Enqueue (default: call record kept 30 s)", 1, enqueueWith(0, 1)},
 		{"delayq, 12 jobs a call (as 16 producers coalesce)", 12, enqueueWith(0, 12)},
+		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(false)},
+		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(true)},
+	}
+}
+
+// lifecycle enqueues, reserves and acks one job a call, its end appended to its partition's
+// history stream when archived is set (no archiver reads it here).
+func lifecycle(archived bool) func(context.Context, *redis.Client, int) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int) error {
+		c, err := delayq.New(ctx, rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if archived {
+			if err := archive.Enable(ctx, c, 1<<40, false); err != nil {
+				return err
+			}
+		}
+		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
+			return err
+		}
+		for i := range calls {
+			if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(i)}); err != nil {
+				return err
+			}
+			jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 1})
+			if err != nil || len(jobs) != 1 {
+				return fmt.Errorf("reserve: %d jobs, %v", len(jobs), err)
+			}
+			if err := c.Ack(ctx, jobs[0].Lease()); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 
