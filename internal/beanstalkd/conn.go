@@ -46,6 +46,10 @@ func (c *conn) serve(ctx context.Context) {
 			c.srv.counts.add(cmd.Name())
 			c.dispatch(ctx, cmd)
 		}
+		if ctx.Err() != nil {
+			// The server is stopping: a command cut short gets no reply.
+			return
+		}
 		if err := c.w.Flush(); err != nil {
 			return
 		}
@@ -92,7 +96,7 @@ func (c *conn) dispatch(ctx context.Context, cmd proto.Command) {
 	case proto.ListTubesWatched:
 		c.w.OK(proto.YAMLList(c.watched))
 	default:
-		if err := c.jobCommand(ctx, cmd); err != nil {
+		if err := c.jobCommand(ctx, cmd); err != nil && ctx.Err() == nil {
 			c.replyError(err)
 		}
 	}
