@@ -199,7 +199,7 @@ func replyWords(t *testing.T, addr, stream string, n int) ([]string, time.Durati
 			}
 			break
 		}
-		words = append(words, strings.Fields(line+" ")[0])
+		words = append(words, strings.Fields(line + " ")[0])
 	}
 	return words, time.Since(start)
 }
