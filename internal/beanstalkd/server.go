@@ -12,6 +12,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/delayq/delayq/internal/beanstalkd/proto"
 )
@@ -77,14 +78,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer stop()
 	defer wg.Wait()
 	defer s.closeAll()
+	var pause time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("beanstalkd: accept: %w", err)
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("beanstalkd: accept: %w", err)
+			}
+			// Out of file descriptors and the like: wait and go on, as net/http does, rather
+			// than drop every client.
+			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+			s.cfg.Logger.Error("beanstalkd: accept", "err", err, "retry_in", pause)
+			select {
+			case <-time.After(pause):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
+		pause = 0
 		select {
 		case s.slots <- struct{}{}:
 		default:

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -202,4 +203,44 @@ func replyWords(t *testing.T, addr, stream string, n int) ([]string, time.Durati
 		words = append(words, strings.Fields(line + " ")[0])
 	}
 	return words, time.Since(start)
+}
+
+// flakyListener fails its first Accept calls, as a listener out of file descriptors does.
+type flakyListener struct {
+	net.Listener
+	mu    sync.Mutex
+	fails int
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	fail := l.fails > 0
+	l.fails--
+	l.mu.Unlock()
+	if fail {
+		return nil, errors.New("accept: too many open files")
+	}
+	return l.Listener.Accept()
+}
+
+// TestServeOutlivesAcceptErrors: an accept error other than a closed listener is waited out.
+func TestServeOutlivesAcceptErrors(t *testing.T) {
+	srv, err := New(Config{Backend: newMemBackend(), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, &flakyListener{Listener: ln, fails: 3}) }()
+	c := dial(t, ln.Addr().String())
+	c.send("list-tube-used\r\n")
+	c.expect("USING default\r\n")
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
 }
