@@ -43,9 +43,9 @@ func (c *conn) jobCommand(ctx context.Context, cmd proto.Command) error {
 		return okOr(b.Touch(ctx, c.session, cmd.ID), func() { c.held.touched(cmd.ID, time.Now()); c.w.Touched() })
 	case proto.Kick:
 		n, err := b.Kick(ctx, c.used, cmd.Bound)
-		return okOr(err, func() { c.w.Kicked(int64(n)) })
+		return okOr(err, func() { c.w.Kicked(n) })
 	case proto.KickJob:
-		return okOr(b.KickJob(ctx, cmd.ID), func() { c.w.Kicked(-1) })
+		return okOr(b.KickJob(ctx, cmd.ID), c.w.KickedJob)
 	case proto.Peek:
 		j, err := b.Peek(ctx, cmd.ID)
 		return c.replyJob(j, err, c.w.Found)

@@ -132,7 +132,7 @@ func TestReplies(t *testing.T) {
 	w.Using("t")
 	w.Watching(2)
 	w.Kicked(5)
-	w.Kicked(-1)
+	w.KickedJob()
 	w.Touched()
 	w.Released()
 	w.Deleted()

@@ -52,14 +52,11 @@ func (w *Writer) Using(tube string) { w.word("USING " + tube) }
 // Watching writes `WATCHING <count>`.
 func (w *Writer) Watching(n int) { w.word("WATCHING " + strconv.Itoa(n)) }
 
-// Kicked writes `KICKED <count>` (kick) or, with count < 0, `KICKED` (kick-job).
-func (w *Writer) Kicked(count int64) {
-	if count < 0 {
-		w.word("KICKED")
-		return
-	}
-	w.word("KICKED " + strconv.FormatInt(count, 10))
-}
+// Kicked writes `KICKED <count>`, the reply to kick.
+func (w *Writer) Kicked(count uint64) { w.word("KICKED " + strconv.FormatUint(count, 10)) }
+
+// KickedJob writes `KICKED`, the reply to kick-job.
+func (w *Writer) KickedJob() { w.word("KICKED") }
 
 // Touched writes `TOUCHED`.
 func (w *Writer) Touched() { w.word("TOUCHED") }
