@@ -59,12 +59,14 @@ func (c *conn) serve(ctx context.Context) {
 // close ends the connection: its tubes are no longer referenced and the jobs it still holds
 // reserved go back to their tubes.
 func (c *conn) close() {
-	c.nc.Close()
-	c.srv.forget(c)
+	// Tubes first: once the client sees the connection closed, other connections no longer
+	// see its tubes, as with beanstalkd.
 	c.srv.tubes.unref(c.used)
 	for _, t := range c.watched {
 		c.srv.tubes.unref(t)
 	}
+	c.nc.Close()
+	c.srv.forget(c)
 	ctx, cancel := context.WithTimeout(context.Background(), disconnectTimeout)
 	defer cancel()
 	if err := c.srv.cfg.Backend.Disconnect(ctx, c.session); err != nil {

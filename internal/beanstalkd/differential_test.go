@@ -64,3 +64,46 @@ func TestRepliesMatchBeanstalkd(t *testing.T) {
 		})
 	}
 }
+
+// TestTubesOfConnectionsMatchBeanstalkd: tubes exist while a connection uses or watches them,
+// and list-tubes shows them in beanstalkd's order as connections come and go.
+func TestTubesOfConnectionsMatchBeanstalkd(t *testing.T) {
+	s := startServers(t, newMemBackend())
+	var got [2][]string
+	for i, addr := range []string{s.real, s.ours} {
+		holders := []*client{dial(t, addr), dial(t, addr), dial(t, addr)}
+		holders[0].send("use a\r\n")
+		holders[0].expect("USING a\r\n")
+		holders[1].send("watch b\r\n")
+		holders[1].expect("WATCHING 2\r\n")
+		holders[2].send("use c\r\n")
+		holders[2].expect("USING c\r\n")
+		got[i] = append(got[i], converse(t, addr, []byte("list-tubes\r\nstats-tube b\r\nstats-tube zz\r\n")))
+		// a goes: beanstalkd moves the last tube into its place (default, c, b).
+		holders[0].send("quit\r\n")
+		holders[0].expectClosed()
+		got[i] = append(got[i], converse(t, addr, []byte("list-tubes\r\nstats-tube a\r\n")))
+		holders[1].send("quit\r\n")
+		holders[1].expectClosed()
+		got[i] = append(got[i], converse(t, addr, []byte("list-tubes\r\n")))
+	}
+	for k := range got[0] {
+		// stats-tube's counts are the next step's: compare the first line of its reply only.
+		want, ours := firstLines(got[0][k]), firstLines(got[1][k])
+		if want != ours {
+			t.Errorf("step %d:\nbeanstalkd: %q\nours:       %q", k, want, ours)
+		}
+	}
+}
+
+// firstLines keeps the replies' status lines and list bodies, dropping stats documents.
+func firstLines(s string) string {
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, ": ") {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
+}
