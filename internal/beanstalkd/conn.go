@@ -28,8 +28,8 @@ func (c *conn) serve(ctx context.Context) {
 	c.used = "default"
 	c.watched = []string{"default"}
 	c.held = deadlines{}
-	c.srv.tubes.ref(c.used)
-	c.srv.tubes.ref("default")
+	c.srv.tubes.use(c.used, 1)
+	c.srv.tubes.watch("default", 1)
 	defer c.close()
 	for {
 		cmd, err := c.r.ReadCommand()
@@ -61,9 +61,9 @@ func (c *conn) serve(ctx context.Context) {
 func (c *conn) close() {
 	// Tubes first: once the client sees the connection closed, other connections no longer
 	// see its tubes, as with beanstalkd.
-	c.srv.tubes.unref(c.used)
+	c.srv.tubes.use(c.used, -1)
 	for _, t := range c.watched {
-		c.srv.tubes.unref(t)
+		c.srv.tubes.watch(t, -1)
 	}
 	c.nc.Close()
 	c.srv.forget(c)
@@ -81,13 +81,13 @@ const disconnectTimeout = 10 * time.Second
 func (c *conn) dispatch(ctx context.Context, cmd proto.Command) {
 	switch cmd := cmd.(type) {
 	case proto.Use:
-		c.srv.tubes.ref(cmd.Tube)
-		c.srv.tubes.unref(c.used)
+		c.srv.tubes.use(cmd.Tube, 1)
+		c.srv.tubes.use(c.used, -1)
 		c.used = cmd.Tube
 		c.w.Using(c.used)
 	case proto.Watch:
 		if !slices.Contains(c.watched, cmd.Tube) {
-			c.srv.tubes.ref(cmd.Tube)
+			c.srv.tubes.watch(cmd.Tube, 1)
 			c.watched = append(c.watched, cmd.Tube)
 		}
 		c.w.Watching(len(c.watched))
@@ -116,7 +116,7 @@ func (c *conn) ignore(tube string) {
 		last := len(c.watched) - 1
 		c.watched[i] = c.watched[last]
 		c.watched = c.watched[:last]
-		c.srv.tubes.unref(tube)
+		c.srv.tubes.watch(tube, -1)
 	}
 	c.w.Watching(len(c.watched))
 }

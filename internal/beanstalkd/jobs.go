@@ -112,7 +112,9 @@ func (c *conn) reserve(ctx context.Context, timeout time.Duration) error {
 		defer close(watched)
 		c.watchHangup(cancel)
 	}()
+	c.srv.tubes.wait(c.watched, 1)
 	j, err := c.srv.cfg.Backend.Reserve(ctx, c.session, c.watched, timeout)
+	c.srv.tubes.wait(c.watched, -1)
 	// Unblock the background read and wait for it, so that the reader is this goroutine's again.
 	_ = c.nc.SetReadDeadline(time.Now())
 	<-watched

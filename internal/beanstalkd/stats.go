@@ -37,10 +37,13 @@ func (c *conn) statsCommand(ctx context.Context, cmd proto.Command) error {
 		return okOr(err, func() { c.w.OK(proto.YAMLMap(s.Fields())) })
 	case proto.StatsTube:
 		s, err := b.StatsTube(ctx, cmd.Tube)
-		if err == proto.ErrNotFound && c.srv.tubes.has(cmd.Tube) {
+		n, referenced := c.srv.tubes.count(cmd.Tube)
+		if err == proto.ErrNotFound && referenced {
 			s, err = proto.TubeStats{}, nil
 		}
-		return okOr(err, func() { c.w.OK(proto.YAMLMap(proto.TubeFields(cmd.Tube, s, 0, 0, 0))) })
+		return okOr(err, func() {
+			c.w.OK(proto.YAMLMap(proto.TubeFields(cmd.Tube, s, n.using, n.watching, n.waiting)))
+		})
 	case proto.Stats:
 		s, err := b.Stats(ctx)
 		return okOr(err, func() { c.w.OK(proto.YAMLMap(c.srv.statsFields(s))) })
