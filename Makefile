@@ -26,14 +26,20 @@ ensure-promtool:
 ensure-postgres:
 	@bash scripts/ensure-postgres.sh
 
+# beanstalkd (Debian's beanstalkd package, its service kept from starting): the beanstalkd front
+# end's tests compare its replies with a real beanstalkd's (internal/beanstalktest).
+.PHONY: ensure-beanstalkd
+ensure-beanstalkd:
+	@bash scripts/ensure-beanstalkd.sh
+
 # Chromium: the dashboard's browser tests drive it headless (internal/dashboard).
 ensure-chromium:
 	@bash scripts/ensure-chromium.sh
 
-test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres
+test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres
+test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 
 # The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over

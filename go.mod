@@ -3,6 +3,7 @@ module github.com/delayq/delayq
 go 1.26.0
 
 require (
+	github.com/beanstalkd/go-beanstalk v0.2.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/google/go-cmp v0.7.0
