@@ -1,6 +1,8 @@
 package beanstalkd
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -25,8 +27,7 @@ func TestRepliesMatchBeanstalkd(t *testing.T) {
 			"delete 1x\r\n", "delete 1 \r\n", "delete  \t1\r\n", "delete 18446744073709551616\r\n",
 			"kick -1\r\n", "kick 4294967296\r\n", "kick 1 2\r\n", "bury 1\r\n", "bury 1 x\r\n",
 			"bury 1 4294967296\r\n", "release 1 2\r\n", "release 1 2 -3\r\n", "touch 0x1\r\n",
-			"reserve-with-timeout -1\r\n", "reserve-with-timeout x\r\n", "reserve-with-timeout 1.5\r\n",
-			"reserve-with-timeout 4294967296\r\n", "stats-job 1 1\r\n", "peek  1x\r\n", "reserve-job x\r\n",
+			"stats-job 1 1\r\n", "peek  1x\r\n", "reserve-job x\r\n",
 			"kick-job -1\r\n", "delete 1\x00\r\n"},
 		"names": {"use -foo\r\n", "use foo bar\r\n", "use  foo\r\n", "use foo \r\n", "use fo{o\r\n",
 			"use " + long200 + "\r\n", "use " + long200 + "x\r\n", "watch " + long200 + "x\r\n",
@@ -57,16 +58,29 @@ func TestRepliesMatchBeanstalkd(t *testing.T) {
 			"put 1 0 1 -1\r\nxuse a\r\n", "put 1 0 1 -2\r\nuse a\r\n"},
 		"quit": {"quit\r\nuse a\r\n", "use a\r\nquit\r\nuse b\r\n", "quitx\r\nuse a\r\n",
 			"quit \r\nuse a\r\n"},
-		"storage": {"put 0 0 1 1\r\na\r\npeek-ready 1\r\nreserve-with-timeout 0\r\n" +
-			"reserve-with-timeout 0\r\ntouch 1\r\n"},
 	}
-	for name, streams := range cases {
+	// In a fixed order: the streams that put jobs leave them in the default tube.
+	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		t.Run(name, func(t *testing.T) {
-			for _, stream := range streams {
+			for _, stream := range cases[name] {
 				s.compare(t, stream)
 			}
 		})
 	}
+	// Streams whose reserves read stored jobs, each in a tube of its own, on servers of their
+	// own: the tubes they leave would show in the list-tubes above.
+	jobs := startServers(t, newMemBackend())
+	for _, stream := range []string{alone("r1", "reserve-with-timeout -1\r\n"), alone("r2", "reserve-with-timeout x\r\n"),
+		alone("r3", "reserve-with-timeout 1.5\r\n"), alone("r4", "reserve-with-timeout 4294967296\r\n"),
+		alone("s1", "peek-ready 1\r\nreserve-with-timeout 0\r\nreserve-with-timeout 0\r\ntouch 1\r\n")} {
+		jobs.compare(t, stream)
+	}
+}
+
+// alone returns a stream that puts one job ("hello", TTR 5) in a tube of its own, watched
+// alone, and then sends cmds: what those reserve does not depend on the jobs other streams left.
+func alone(tube, cmds string) string {
+	return "use " + tube + "\r\nwatch " + tube + "\r\nignore default\r\nput 0 0 5 5\r\nhello\r\n" + cmds
 }
 
 // TestTubesOfConnectionsMatchBeanstalkd: tubes exist while a connection uses or watches them,
