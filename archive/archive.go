@@ -5,7 +5,7 @@
 //
 // The table is delayq_job_history (migrations/); Open creates or upgrades it. A batch sent
 // twice, as after a timeout whose insert went through, inserts nothing the second time: a row
-// is identified by (topic, id, created_at, outcome, attempts).
+// is identified by (topic, id, created_at, outcome, attempts, finished_at).
 package archive
 
 import (
