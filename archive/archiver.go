@@ -175,8 +175,21 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 		}
 		batch = append(batch, outcomeOf(topic, e))
 	}
-	if _, err := a.pg.Insert(ctx, batch); err != nil {
-		return 0, fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)
+	for {
+		_, err := a.pg.Insert(ctx, batch)
+		// An outcome that can never be stored is skipped, or it would hold up its partition
+		// for good; the rest of the batch is written.
+		var invalid *InvalidOutcomeError
+		if errors.As(err, &invalid) && invalid.Index >= 0 && invalid.Index < len(batch) {
+			a.log.Warn("archive: an outcome cannot be stored and is skipped", "topic", topic,
+				"id", batch[invalid.Index].ID, "err", err)
+			batch = append(batch[:invalid.Index], batch[invalid.Index+1:]...)
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)
+		}
+		break
 	}
 	if err := a.st.AckHistory(ctx, p, ids); err != nil {
 		return 0, err // archived; they come again, and are inserted once

@@ -113,6 +113,13 @@ func check(o Outcome) string {
 	case o.CreatedAt.IsZero():
 		return "no creation time"
 	}
+	// Times the API could not print either (RFC 3339 has four-digit years), and PostgreSQL
+	// refuses some of.
+	for _, t := range []time.Time{o.CreatedAt, o.RunAt, o.FinishedAt} {
+		if y := t.Year(); y < 1 || y > 9999 {
+			return fmt.Sprintf("time %v out of the years 1 to 9999", t)
+		}
+	}
 	for _, v := range []int{o.Attempts, o.Format, o.Priority, o.MaxRetries} {
 		if v < -maxInt32-1 || v > maxInt32 {
 			return fmt.Sprintf("number %d out of the 32-bit range", v)

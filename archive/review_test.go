@@ -2,10 +2,16 @@ package archive
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/redistest"
 )
 
 // A dead job that is requeued starts its attempts over: when it dies again, that second death
@@ -45,5 +51,59 @@ func TestArchiverRecordsADeathAfterRequeue(t *testing.T) {
 	}
 	if n[Dead] != 2 || n[Failed] != 2 {
 		t.Errorf("rows by outcome %v, want 2 dead and 2 failed", n)
+	}
+}
+
+// An entry the archive cannot store (an unknown outcome, written there by anything but
+// delayq's scripts) is skipped: the outcomes around it in its partition are archived all the
+// same, and the partition is not held up for good.
+func TestArchiverSkipsAnUnstorableEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t).Client(t)
+	c, err := delayq.New(ctx, rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+
+	st := clienthooks.Store(c)
+	if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: "model"}); err != nil {
+		t.Fatal(err)
+	}
+	topics, err := st.Topics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec string
+	var p keys.Partition
+	for i := range topics["orders"] {
+		p = st.Partition("orders", i)
+		if r, err := rdb.HGet(ctx, p.Jobs(), "model").Result(); err == nil {
+			rec = r
+			break
+		}
+	}
+	if rec == "" {
+		t.Fatal("no record of the job")
+	}
+	now := time.Now().UnixMilli()
+	for _, e := range []struct {
+		o  string
+		at int64
+	}{{"bogus", now}, {"dead", 9e18}, {"acked", now}} {
+		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: p.History(), Values: []any{
+			"o", e.o, "i", e.o + "-job", "r", rec, "a", "1", "t", e.at}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Cancel(ctx, "orders", "model"); err != nil {
+		t.Fatal(err)
+	}
+	rows := waitRows(t, pg, "orders", 2)
+	if rows[0].ID != "acked-job" || rows[1].ID != "model" {
+		t.Errorf("rows %v", labels(rows))
 	}
 }
