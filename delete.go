@@ -53,6 +53,10 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, o DeleteTopicOpt
 		// A job came between the look and the calls: the topic stays, with its controls.
 		return 0, c.keepTopic(ctx, topic, n, before)
 	}
+	// Outcomes of its jobs waiting for the archiver are archived all the same.
+	if err := c.store.KeepHistory(ctx, topic, c.partitionKeys(topic, n)); err != nil {
+		return 0, err
+	}
 	if err := c.store.UnregisterTopic(ctx, topic); err != nil {
 		return 0, err
 	}

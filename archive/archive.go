@@ -5,7 +5,7 @@
 //
 // The table is delayq_job_history (migrations/); Open creates or upgrades it. A batch sent
 // twice, as after a timeout whose insert went through, inserts nothing the second time: a row
-// is identified by (topic, id, created_at, outcome, attempts, finished_at).
+// is identified by (topic, id, created_at, outcome, attempts, finished_at, entry).
 package archive
 
 import (
@@ -63,6 +63,10 @@ type Outcome struct {
 	CallbackURL                  string
 	// Headers are nil when the job had none; an empty map comes back empty, not nil.
 	Headers map[string]string
+	// Entry is the id of the Redis history stream entry the outcome came from ("" for an
+	// outcome from elsewhere); it tells apart two ends of a job alike in every other field (a
+	// requeued dead job that dies again within the same millisecond). Queries leave it empty.
+	Entry string
 }
 
 // Options configure a Store.

@@ -143,7 +143,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 // pass archives a batch from every partition of every topic; full reports whether a batch was
 // full, so that more may be waiting.
 func (a *Archiver) pass(ctx context.Context) (full bool, err error) {
-	topics, err := a.st.Topics(ctx)
+	topics, deleted, err := a.st.HistoryTopics(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -154,6 +154,11 @@ func (a *Archiver) pass(ctx context.Context) (full bool, err error) {
 				return full, err
 			}
 			full = full || got == a.cfg.Batch
+		}
+		if deleted[topic] {
+			if _, err := a.st.ForgetHistory(ctx, topic, n); err != nil {
+				return full, err
+			}
 		}
 	}
 	return full, nil
@@ -209,6 +214,7 @@ func outcomeOf(topic string, e store.HistoryEntry) Outcome {
 		RunAt:      time.UnixMilli(r.RunAtMs).UTC(),
 		FinishedAt: time.UnixMilli(e.AtMs).UTC(),
 		LastError:  r.LastError, CallbackURL: r.Callback, Headers: r.Headers,
+		Entry: e.StreamID,
 	}
 }
 
@@ -220,7 +226,7 @@ type Backlog struct {
 
 // Backlog sums the history streams of every partition of every topic.
 func (a *Archiver) Backlog(ctx context.Context) (Backlog, error) {
-	topics, err := a.st.Topics(ctx)
+	topics, _, err := a.st.HistoryTopics(ctx)
 	if err != nil {
 		return Backlog{}, err
 	}

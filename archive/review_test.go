@@ -2,6 +2,7 @@ package archive
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // A dead job that is requeued starts its attempts over: when it dies again, that second death
@@ -105,5 +107,51 @@ func TestArchiverSkipsAnUnstorableEntry(t *testing.T) {
 	rows := waitRows(t, pg, "orders", 2)
 	if rows[0].ID != "acked-job" || rows[1].ID != "model" {
 		t.Errorf("rows %v", labels(rows))
+	}
+}
+
+// Ends recorded before their topic is deleted (emptied and deleted, or purged) are archived
+// all the same, though the topic is no longer registered.
+func TestArchiverArchivesTheEndsOfADeletedTopic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(ctx, c, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "emptied", "e", 3)
+	if _, err := c.DeleteTopic(ctx, "emptied", delayq.DeleteTopicOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "purged", "p", 2)
+	if _, err := c.Enqueue(ctx, "purged", delayq.Spec{ID: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteTopic(ctx, "purged", delayq.DeleteTopicOptions{Purge: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := runArchiver(t, c, pg, ArchiverConfig{})
+	waitRows(t, pg, "emptied", 3)
+	waitRows(t, pg, "purged", 2)
+	testwait.ForNil(t, 10*time.Second, "an empty backlog", func() error {
+		b, err := a.Backlog(ctx)
+		if err != nil || b.Waiting != 0 {
+			return fmt.Errorf("%+v, %v", b, err)
+		}
+		return nil
+	})
+}
+
+// Two ends of a job alike in every field but the stream entry they came from (a requeued dead
+// job dying again within one millisecond) are two rows; the same entry sent again is one.
+func TestInsertTellsEntriesApart(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, Options{})
+	a, b := outcome("orders", "o-1", 0), outcome("orders", "o-1", 0)
+	a.Entry, b.Entry = "1-0", "1-1"
+	insert(t, s, []Outcome{a, b})
+	if n, err := s.Insert(context.Background(), []Outcome{a, b}); err != nil || n != 0 {
+		t.Errorf("Insert again = %d, %v; want 0 rows added", n, err)
 	}
 }

@@ -165,3 +165,71 @@ func (s *Store) HistoryBacklog(ctx context.Context, p keys.Partition) (waiting, 
 	dropped, _ = drop.Int64()
 	return xlen.Val(), dropped, nil
 }
+
+// KeepHistory records topic, about to be unregistered, among the topics whose outcomes the
+// archiver reads when any of its partitions parts still holds outcomes waiting for it.
+func (s *Store) KeepHistory(ctx context.Context, topic string, parts []keys.Partition) error {
+	lens := make([]*redis.IntCmd, len(parts))
+	_, err := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		for i, p := range parts {
+			lens[i] = pipe.XLen(ctx, p.History())
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delayq: history of a deleted topic: %w", err)
+	}
+	for _, l := range lens {
+		if l.Val() > 0 {
+			if err := s.rdb.HSet(ctx, keys.HistoryTopics(s.ns), topic, len(parts)).Err(); err != nil {
+				return fmt.Errorf("delayq: history of a deleted topic: %w", err)
+			}
+			break
+		}
+	}
+	return nil
+}
+
+// HistoryTopics returns the topics whose outcomes the archiver reads, each with its partition
+// count: the registered ones and those deleted while outcomes waited (KeepHistory), the larger
+// count when a topic is both.
+func (s *Store) HistoryTopics(ctx context.Context) (all map[string]int, deleted map[string]bool, err error) {
+	all, err = s.Topics(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := s.rdb.HGetAll(ctx, keys.HistoryTopics(s.ns)).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("delayq: history topics: %w", err)
+	}
+	deleted = map[string]bool{}
+	for topic, v := range m {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			continue
+		}
+		if _, registered := all[topic]; !registered {
+			deleted[topic] = true
+		}
+		all[topic] = max(all[topic], n)
+	}
+	return all, deleted, nil
+}
+
+// ForgetHistory drops a deleted topic from the topics the archiver reads once its n partitions'
+// History streams are empty; it reports whether it did.
+func (s *Store) ForgetHistory(ctx context.Context, topic string, n int) (bool, error) {
+	for i := range n {
+		l, err := s.rdb.XLen(ctx, s.Partition(topic, i).History()).Result()
+		if err != nil {
+			return false, fmt.Errorf("delayq: history of a deleted topic: %w", err)
+		}
+		if l > 0 {
+			return false, nil
+		}
+	}
+	if err := s.rdb.HDel(ctx, keys.HistoryTopics(s.ns), topic).Err(); err != nil {
+		return false, fmt.Errorf("delayq: history of a deleted topic: %w", err)
+	}
+	return true, nil
+}

@@ -1,6 +1,0 @@
--- A dead job that is requeued starts its attempts over, so a job can end twice with the same
--- outcome and attempts (dead at 3, requeued, dead at 3 again): the finish time tells those
--- ends apart, and a batch sent again still inserts nothing twice.
-ALTER TABLE delayq_job_history DROP CONSTRAINT delayq_job_history_once;
-ALTER TABLE delayq_job_history ADD CONSTRAINT delayq_job_history_once
-	UNIQUE (topic, id, created_at, outcome, attempts, finished_at);
