@@ -93,8 +93,13 @@ type Store struct {
 	onDeleteBatch func(int64)
 }
 
+// DefaultConnectTimeout bounds each connection's set-up when url sets no connect_timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
 // Open connects to the PostgreSQL database at url (a postgres:// URL or key=value string as
-// libpq reads them), creates or upgrades the history table, and returns the Store.
+// libpq reads them), creates or upgrades the history table, and returns the Store. A
+// connection that is not set up within the URL's connect_timeout (DefaultConnectTimeout when
+// it has none) fails.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns < 0 {
 		return nil, fmt.Errorf("archive: Options.MaxConns %d is negative", opts.MaxConns)
@@ -105,6 +110,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a server that takes the connection and never answers holds Open, and
+		// every later call, for good.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
