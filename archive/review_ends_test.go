@@ -1,0 +1,181 @@
+package archive
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/redistest"
+)
+
+func clientOn(t *testing.T, rdb redis.UniversalClient, partitions int) *delayq.Client {
+	t.Helper()
+	c, err := delayq.New(context.Background(), rdb, delayq.Config{Partitions: partitions, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// On a Redis Cluster, every partition's ends are archived, a topic deleted while they wait
+// included.
+func TestArchiverOnACluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := clientOn(t, redistest.NewCluster(t, 3, 0).Client(t), 16)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+	ackAll(t, c, "orders", "o", 64)
+	ackAll(t, c, "gone", "g", 20)
+	if _, err := c.DeleteTopic(ctx, "gone", delayq.DeleteTopicOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: fmt.Sprintf("c-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Cancel(ctx, "orders", fmt.Sprintf("c-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRows(t, pg, "orders", 74)
+	waitRows(t, pg, "gone", 20)
+}
+
+// Over maxmemory (noeviction), jobs still end while archiving is on: acks, nacks that bury,
+// cancels and dead letters' deletions free memory before they record the end.
+func TestEndsOverMaxMemoryWhileArchiving(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 4)
+	if err := Enable(ctx, c, 1000, true); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for i := range n {
+		if _, err := c.Enqueue(ctx, "full", delayq.Spec{ID: fmt.Sprintf("j-%02d", i), Body: []byte(strings.Repeat("x", 200))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "full", delayq.ReserveOptions{Max: n - 5})
+	if err != nil || len(jobs) != n-5 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "full", delayq.Spec{ID: "more"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	ends := map[string]int{}
+	for i, j := range jobs {
+		switch {
+		case i < 20:
+			err = c.Ack(ctx, j.Lease())
+			ends[Acked]++
+		case i < 30:
+			_, err = c.Nack(ctx, j.Lease(), delayq.NackOptions{Error: "no", Dead: true})
+			ends[Dead]++
+		default:
+			err = c.Cancel(ctx, "full", j.ID)
+			ends[Cancelled]++
+		}
+		if err != nil {
+			t.Fatalf("ending %s over maxmemory: %v", j.ID, err)
+		}
+	}
+	if d, err := c.DeleteAllDead(ctx, "full"); err != nil || d != 10 {
+		t.Fatalf("DeleteAllDead over maxmemory: %d, %v", d, err)
+	}
+	ends[DeadDeleted] = 10
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+	rows := waitRows(t, pg, "full", n-5+10)
+	got := map[string]int{}
+	for _, r := range rows {
+		got[r.Outcome]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ends) {
+		t.Errorf("rows by outcome %v, want %v", got, ends)
+	}
+}
+
+// An end whose reply was lost, and which go-redis therefore ran again, is archived once.
+func TestEndsWhoseReplyWasLostAreArchivedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	c := clientOn(t, rdb, 1)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(ctx, c, 1000, true); err != nil {
+		t.Fatal(err)
+	}
+	// Every script runs once first, so that a dropped reply is that of a script that ran.
+	ackAll(t, c, "warm", "w", 1)
+	for _, id := range []string{"a", "n", "c", "d"} {
+		if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{Max: 4})
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	lease := map[string]delayq.Lease{}
+	for _, j := range jobs {
+		lease[j.ID] = j.Lease()
+	}
+	drop := func(want string) {
+		t.Helper()
+		fired := proxy.DropReplyOnce(func(args []string) bool {
+			return len(args) > 0 && strings.EqualFold(args[0], "evalsha") && slices.Contains(args, want)
+		})
+		t.Cleanup(func() {
+			select {
+			case <-fired:
+			default:
+				t.Errorf("the reply of the call on %s was never dropped", want)
+			}
+		})
+	}
+	drop("a")
+	if err := c.Ack(ctx, lease["a"]); err != nil {
+		t.Fatal(err)
+	}
+	drop("n")
+	if _, err := c.Nack(ctx, lease["n"], delayq.NackOptions{Dead: true}); err != nil {
+		t.Fatal(err)
+	}
+	drop("c")
+	if err := c.Cancel(ctx, "t", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Nack(ctx, lease["d"], delayq.NackOptions{Dead: true}); err != nil {
+		t.Fatal(err)
+	}
+	drop("d")
+	if n, err := c.DeleteDead(ctx, "t", []string{"d"}); err != nil || n != 1 {
+		t.Fatalf("DeleteDead: %d, %v", n, err)
+	}
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+	rows := waitRows(t, pg, "t", 5)
+	time.Sleep(200 * time.Millisecond)
+	if rows = history(t, pg, "t"); len(rows) != 5 {
+		t.Errorf("rows %v", labels(rows))
+	}
+}
