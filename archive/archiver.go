@@ -171,10 +171,10 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 		return 0, err
 	}
 	batch := make([]Outcome, 0, len(entries))
-	ids := make([]string, 0, len(entries))
+	var skipped []string
 	for _, e := range entries {
-		ids = append(ids, e.StreamID)
 		if e.Err != nil {
+			skipped = append(skipped, e.StreamID)
 			a.log.Warn("archive: an outcome could not be read and is skipped", "topic", topic, "err", e.Err)
 			continue
 		}
@@ -188,6 +188,7 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 		if errors.As(err, &invalid) && invalid.Index >= 0 && invalid.Index < len(batch) {
 			a.log.Warn("archive: an outcome cannot be stored and is skipped", "topic", topic,
 				"id", batch[invalid.Index].ID, "err", err)
+			skipped = append(skipped, batch[invalid.Index].Entry)
 			batch = append(batch[:invalid.Index], batch[invalid.Index+1:]...)
 			continue
 		}
@@ -196,7 +197,11 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 		}
 		break
 	}
-	if err := a.st.AckHistory(ctx, p, ids); err != nil {
+	archived := make([]string, len(batch))
+	for i, o := range batch {
+		archived[i] = o.Entry
+	}
+	if err := a.st.AckHistory(ctx, p, archived, skipped); err != nil {
 		return 0, err // archived; they come again, and are inserted once
 	}
 	a.archived.Add(int64(len(batch)))

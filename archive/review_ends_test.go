@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 func clientOn(t *testing.T, rdb redis.UniversalClient, partitions int) *delayq.Client {
@@ -178,4 +181,49 @@ func TestEndsWhoseReplyWasLostAreArchivedOnce(t *testing.T) {
 	if rows = history(t, pg, "t"); len(rows) != 5 {
 		t.Errorf("rows %v", labels(rows))
 	}
+}
+
+// Outcomes an archiver has read are trimmed from a full stream while it writes them: they
+// are archived all the same, so they are not counted as dropped.
+func TestOutcomesTrimmedWhileBeingWrittenAreNotDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t).Client(t)
+	c := clientOn(t, rdb, 1)
+	pg, url := openStore(t, Options{})
+	if err := Enable(ctx, c, 5, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "a", 5)
+	// PostgreSQL holds the archiver's insert until the lock is let go.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE delayq_job_history IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	a := runArchiver(t, c, pg, ArchiverConfig{Keep: 5})
+	history := clienthooks.Store(c).Partition("t", 0).History()
+	testwait.For(t, 10*time.Second, "the archiver reading the outcomes", func() bool {
+		p, err := rdb.XPending(ctx, history, "archivers").Result()
+		return err == nil && p.Count == 5
+	})
+	ackAll(t, c, "t", "b", 3) // trims three of those being written
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(t, pg, "t", 8)
+	testwait.ForNil(t, 10*time.Second, "an empty backlog", func() error {
+		b, err := a.Backlog(ctx)
+		if err != nil || b.Waiting != 0 || b.Dropped != 0 {
+			return fmt.Errorf("backlog %+v, %v; want nothing waiting or dropped: every outcome was archived", b, err)
+		}
+		return nil
+	})
 }

@@ -133,17 +133,49 @@ func parseHistory(m redis.XMessage) HistoryEntry {
 	return e
 }
 
-// AckHistory removes outcomes of partition p that were archived (or could not be).
-func (s *Store) AckHistory(ctx context.Context, p keys.Partition, ids []string) error {
-	if len(ids) == 0 {
+// ackHistory removes outcomes from a history stream (KEYS[1]): ARGV[1] of them, ARGV[2..], were
+// archived, the rest could not be. An archived outcome that was no longer in the stream was
+// trimmed away, and counted as dropped (history_dropped, in the settings KEYS[2]), while its
+// archiver held it: it was archived all the same, so it no longer counts.
+var ackHistory = redis.NewScript(`
+local n = tonumber(ARGV[1])
+local function each(from, to, cmd)
+  local total = 0
+  for i = from, to, 1000 do
+    local last = math.min(i + 999, to)
+    if cmd == 'XACK' then
+      total = total + redis.call('XACK', KEYS[1], '` + HistoryGroup + `', unpack(ARGV, i, last))
+    else
+      total = total + redis.call('XDEL', KEYS[1], unpack(ARGV, i, last))
+    end
+  end
+  return total
+end
+local acked = each(2, n + 1, 'XACK')
+local deleted = each(2, n + 1, 'XDEL')
+each(n + 2, #ARGV, 'XACK')
+each(n + 2, #ARGV, 'XDEL')
+if acked > deleted and redis.call('HEXISTS', KEYS[2], 'history_dropped') == 1 then
+  redis.call('HINCRBY', KEYS[2], 'history_dropped', deleted - acked)
+end
+return acked - deleted
+`)
+
+// AckHistory removes outcomes of partition p that were archived, and those that could not be
+// (skipped).
+func (s *Store) AckHistory(ctx context.Context, p keys.Partition, archived, skipped []string) error {
+	if len(archived)+len(skipped) == 0 {
 		return nil
 	}
-	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.XAck(ctx, p.History(), HistoryGroup, ids...)
-		pipe.XDel(ctx, p.History(), ids...)
-		return nil
-	})
-	if err != nil {
+	args := make([]any, 0, 1+len(archived)+len(skipped))
+	args = append(args, len(archived))
+	for _, id := range archived {
+		args = append(args, id)
+	}
+	for _, id := range skipped {
+		args = append(args, id)
+	}
+	if err := ackHistory.Run(ctx, s.rdb, []string{p.History(), p.Settings()}, args...).Err(); err != nil {
 		return fmt.Errorf("delayq: acking history: %w", err)
 	}
 	return nil
