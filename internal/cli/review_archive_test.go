@@ -54,3 +54,25 @@ func TestServerGivesUpOnASilentArchive(t *testing.T) {
 		t.Errorf("the password leaked: %s", s)
 	}
 }
+
+// A password given as a parameter of the archive URL (?password=) stays out of the error and
+// the logs as one in the user part does.
+func TestServerHidesAnArchivePasswordParameter(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there: the connection is refused
+	var out, errOut bytes.Buffer
+	err = cli.Run(context.Background(), []string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(),
+		"--archive", "postgres://delayq@" + addr + "/history?sslmode=disable&password=s3cret-pw"},
+		getenv(nil), &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--archive") {
+		t.Fatalf("server = %v; want an --archive error", err)
+	}
+	if s := err.Error() + out.String() + errOut.String(); strings.Contains(s, "s3cret-pw") {
+		t.Errorf("the password leaked: %s", s)
+	}
+}
