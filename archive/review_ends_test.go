@@ -227,3 +227,21 @@ func TestOutcomesTrimmedWhileBeingWrittenAreNotDropped(t *testing.T) {
 		return nil
 	})
 }
+
+// A job id enqueued again after its job ended names a new job, whose ends get rows of their
+// own, however soon after.
+func TestReusedIDGetsRowsOfItsOwn(t *testing.T) {
+	t.Parallel()
+	c := clientOn(t, redistest.Standalone(t).Client(t), 1)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+	for range 5 {
+		ackAll(t, c, "t", "same", 1)
+	}
+	rows := waitRows(t, pg, "t", 5)
+	for _, r := range rows {
+		if r.ID != "same-0000" || r.Outcome != Acked {
+			t.Errorf("row %s", label(r))
+		}
+	}
+}
