@@ -245,3 +245,45 @@ func TestReusedIDGetsRowsOfItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// Over maxmemory (noeviction) the archiver still drains the history streams, which frees
+// memory: Redis refuses commands that may grow memory, and the streams exist already.
+func TestArchiverDrainsAFullRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 2)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+	ackAll(t, c, "t", "before", 4)
+	waitRows(t, pg, "t", 4) // the streams and their group exist
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: "refused"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	// Jobs enqueued before Redis was full end while it is.
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: fmt.Sprintf("full-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{Max: 6})
+	if err != nil || len(jobs) != 6 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if err := c.Ack(ctx, j.Lease()); err != nil {
+			t.Fatalf("Ack over maxmemory: %v", err)
+		}
+	}
+	waitRows(t, pg, "t", 10)
+}

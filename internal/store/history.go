@@ -75,12 +75,20 @@ type HistoryEntry struct {
 // idle or longer, then new ones. It creates the stream's group when it has none.
 func (s *Store) ReadHistory(ctx context.Context, p keys.Partition, consumer string, count int, idle time.Duration) ([]HistoryEntry, error) {
 	key := p.History()
-	if err := s.rdb.XGroupCreateMkStream(ctx, key, HistoryGroup, "0").Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return nil, fmt.Errorf("delayq: history group: %w", err)
-	}
 	var out []HistoryEntry
 	for _, read := range []func(n int64) ([]redis.XMessage, error){
-		func(n int64) ([]redis.XMessage, error) { return s.readGroup(ctx, key, consumer, "0", n) },
+		func(n int64) ([]redis.XMessage, error) {
+			msgs, err := s.readGroup(ctx, key, consumer, "0", n)
+			if err == nil || !strings.HasPrefix(err.Error(), "NOGROUP") {
+				return msgs, err
+			}
+			// The group is made only when missing: over maxmemory Redis refuses XGROUP
+			// CREATE, even of a group that exists, and the archiver must drain then.
+			if err := s.rdb.XGroupCreateMkStream(ctx, key, HistoryGroup, "0").Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+				return nil, fmt.Errorf("history group: %w", err)
+			}
+			return s.readGroup(ctx, key, consumer, "0", n)
+		},
 		func(n int64) ([]redis.XMessage, error) {
 			msgs, _, err := s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{Stream: key, Group: HistoryGroup,
 				Consumer: consumer, MinIdle: idle, Start: "0-0", Count: n}).Result()
@@ -105,10 +113,13 @@ func (s *Store) ReadHistory(ctx context.Context, p keys.Partition, consumer stri
 func (s *Store) readGroup(ctx context.Context, key, consumer, from string, n int64) ([]redis.XMessage, error) {
 	res, err := s.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: HistoryGroup, Consumer: consumer,
 		Streams: []string{key, from}, Count: n, Block: -1}).Result()
-	if errors.Is(err, redis.Nil) || len(res) == 0 {
+	if errors.Is(err, redis.Nil) || (err == nil && len(res) == 0) {
 		return nil, nil
 	}
-	return res[0].Messages, err
+	if err != nil {
+		return nil, err
+	}
+	return res[0].Messages, nil
 }
 
 // parseHistory reads one stream entry (fields o, i, r, a, t: see keys.Partition.History).
