@@ -2,8 +2,10 @@ package archive
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -153,5 +155,21 @@ func TestInsertTellsEntriesApart(t *testing.T) {
 	insert(t, s, []Outcome{a, b})
 	if n, err := s.Insert(context.Background(), []Outcome{a, b}); err != nil || n != 0 {
 		t.Errorf("Insert again = %d, %v; want 0 rows added", n, err)
+	}
+}
+
+// A cursor decoded well but naming an instant PostgreSQL cannot hold is a bad cursor, not a
+// failed query.
+func TestQueryCursorOutOfRange(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, Options{})
+	insert(t, s, outcomes("t", 3))
+	for _, micros := range []int64{math.MaxInt64, math.MinInt64, -1 << 60, 1 << 60} {
+		c := cursor{finishedAt: micros, seq: 1}.String()
+		_, err := s.Query(context.Background(), Filter{Cursor: c})
+		var fe *FilterError
+		if !errors.As(err, &fe) || fe.Field != "cursor" {
+			t.Errorf("Query with cursor at %d µs = %v, want a cursor FilterError", micros, err)
+		}
 	}
 }
