@@ -287,3 +287,36 @@ func TestArchiverDrainsAFullRedis(t *testing.T) {
 	}
 	waitRows(t, pg, "t", 10)
 }
+
+// Over maxmemory, the ends of partitions that had none before, whose streams are made while
+// Redis is full, are archived too.
+func TestArchiverDrainsNewStreamsOfAFullRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 8)
+	pg, _ := openStore(t, Options{})
+	a := runArchiver(t, c, pg, ArchiverConfig{})
+	for i := range 12 {
+		if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: fmt.Sprintf("j-%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{Max: 12})
+	if err != nil || len(jobs) != 12 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	for _, j := range jobs {
+		if err := c.Ack(ctx, j.Lease()); err != nil {
+			t.Fatalf("Ack over maxmemory: %v", err)
+		}
+	}
+	waitRows(t, pg, "t", 12)
+	if b, err := a.Backlog(ctx); err != nil || b.Waiting != 0 {
+		t.Errorf("backlog %+v, %v", b, err)
+	}
+}

@@ -13,7 +13,8 @@ import (
 	"github.com/delayq/delayq/internal/keys"
 )
 
-// HistoryGroup is the consumer group of the archivers on every partition's history stream.
+// HistoryGroup is the consumer group of the archivers on every partition's history stream
+// (lib.lua's archive() makes it with the stream, by this name).
 const HistoryGroup = "archivers"
 
 // ArchiveSetting is what every script is told about archiving (ARGV[3]).
@@ -76,6 +77,7 @@ type HistoryEntry struct {
 func (s *Store) ReadHistory(ctx context.Context, p keys.Partition, consumer string, count int, idle time.Duration) ([]HistoryEntry, error) {
 	key := p.History()
 	var out []HistoryEntry
+	none := false // the partition has no stream
 	for _, read := range []func(n int64) ([]redis.XMessage, error){
 		func(n int64) ([]redis.XMessage, error) {
 			msgs, err := s.readGroup(ctx, key, consumer, "0", n)
@@ -83,8 +85,13 @@ func (s *Store) ReadHistory(ctx context.Context, p keys.Partition, consumer stri
 				return msgs, err
 			}
 			// The group is made only when missing: over maxmemory Redis refuses XGROUP
-			// CREATE, even of a group that exists, and the archiver must drain then.
-			if err := s.rdb.XGroupCreateMkStream(ctx, key, HistoryGroup, "0").Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+			// CREATE, even of a group that exists, and the archiver must drain then. The
+			// scripts make it with the stream; a partition with no stream has nothing to read.
+			if n, err := s.rdb.Exists(ctx, key).Result(); err != nil || n == 0 {
+				none = err == nil
+				return nil, err
+			}
+			if err := s.rdb.XGroupCreate(ctx, key, HistoryGroup, "0").Err(); err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 				return nil, fmt.Errorf("history group: %w", err)
 			}
 			return s.readGroup(ctx, key, consumer, "0", n)
@@ -103,7 +110,7 @@ func (s *Store) ReadHistory(ctx context.Context, p keys.Partition, consumer stri
 		for _, m := range msgs {
 			out = append(out, parseHistory(m))
 		}
-		if len(out) >= count {
+		if none || len(out) >= count {
 			break
 		}
 	}
