@@ -109,12 +109,29 @@ func Disable(ctx context.Context, client *delayq.Client) error {
 const maxBackoff = 5 * time.Second
 
 // Run turns archiving on and moves outcomes until ctx ends; then it returns nil. A failure to
-// read Redis or to write PostgreSQL is logged and tried again: the outcomes wait in Redis.
+// reach Redis (at start too) or to write PostgreSQL is logged and tried again: the outcomes
+// wait in Redis.
 func (a *Archiver) Run(ctx context.Context) error {
-	if err := Enable(ctx, a.client, a.cfg.Keep, a.cfg.Failed); err != nil {
-		return err
-	}
 	backoff := a.cfg.Interval
+	// Redis unreachable at start is waited out as it is later.
+	for {
+		err := Enable(ctx, a.client, a.cfg.Keep, a.cfg.Failed)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.failures.Add(1)
+		a.log.Warn("archive: turning archiving on", "err", err, "retry_in", backoff)
+		backoff = min(2*backoff+a.cfg.Interval, maxBackoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+	}
+	backoff = a.cfg.Interval
 	for {
 		full, err := a.pass(ctx)
 		switch {

@@ -320,3 +320,37 @@ func TestArchiverDrainsNewStreamsOfAFullRedis(t *testing.T) {
 		t.Errorf("backlog %+v, %v", b, err)
 	}
 }
+
+// An archiver started while Redis cannot be reached waits for it, as it does for a Redis
+// lost later, instead of giving up for good.
+func TestArchiverStartedDuringARedisOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c := clientOn(t, rdb, 1)
+	pg, _ := openStore(t, Options{})
+	a, err := NewArchiver(c, pg, ArchiverConfig{Interval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := proxy.Outage(time.Second)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case err := <-done:
+		done <- err
+		t.Fatalf("Run gave up during the outage: %v", err)
+	case <-back:
+	}
+	testwait.For(t, 10*time.Second, "archiving on", func() bool {
+		s, err := clienthooks.Store(c).ReadArchiveSetting(ctx)
+		return err == nil && s.Keep > 0
+	})
+	ackAll(t, c, "t", "j", 3)
+	waitRows(t, pg, "t", 3)
+}
