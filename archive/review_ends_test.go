@@ -354,3 +354,25 @@ func TestArchiverStartedDuringARedisOutage(t *testing.T) {
 	ackAll(t, c, "t", "j", 3)
 	waitRows(t, pg, "t", 3)
 }
+
+// Deleting a topic frees memory, so it works over maxmemory while outcomes wait too.
+func TestDeleteTopicOverMaxMemoryWhileOutcomesWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 1)
+	if err := Enable(ctx, c, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "j", 3)
+	if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: "left"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	if n, err := c.DeleteTopic(ctx, "t", delayq.DeleteTopicOptions{Purge: true}); err != nil || n != 1 {
+		t.Fatalf("DeleteTopic over maxmemory: %d, %v", n, err)
+	}
+}
