@@ -53,6 +53,12 @@ func (c *Client) DeleteTopic(ctx context.Context, topic string, o DeleteTopicOpt
 		// A job came between the look and the calls: the topic stays, with its controls.
 		return 0, c.keepTopic(ctx, topic, n, before)
 	}
+	// Outcomes of its jobs waiting for the archiver are archived all the same, unless Redis
+	// refuses to note the topic for that (over maxmemory, when deleting a topic is how
+	// memory is freed): the topic is deleted then, and those outcomes wait unarchived.
+	if err := c.store.KeepHistory(ctx, topic, c.partitionKeys(topic, n)); err != nil {
+		c.log.Warn("delayq: the ends of a deleted topic's jobs will not be archived", "topic", topic, "err", err)
+	}
 	if err := c.store.UnregisterTopic(ctx, topic); err != nil {
 		return 0, err
 	}

@@ -5,7 +5,7 @@
 //
 // The table is delayq_job_history (migrations/); Open creates or upgrades it. A batch sent
 // twice, as after a timeout whose insert went through, inserts nothing the second time: a row
-// is identified by (topic, id, created_at, outcome, attempts).
+// is identified by (topic, id, created_at, outcome, attempts, finished_at, entry).
 package archive
 
 import (
@@ -63,6 +63,10 @@ type Outcome struct {
 	CallbackURL                  string
 	// Headers are nil when the job had none; an empty map comes back empty, not nil.
 	Headers map[string]string
+	// Entry is the id of the Redis history stream entry the outcome came from ("" for an
+	// outcome from elsewhere); it tells apart two ends of a job alike in every other field (a
+	// requeued dead job that dies again within the same millisecond). Queries leave it empty.
+	Entry string
 }
 
 // Options configure a Store.
@@ -89,8 +93,13 @@ type Store struct {
 	onDeleteBatch func(int64)
 }
 
+// DefaultConnectTimeout bounds each connection's set-up when url sets no connect_timeout.
+const DefaultConnectTimeout = 10 * time.Second
+
 // Open connects to the PostgreSQL database at url (a postgres:// URL or key=value string as
-// libpq reads them), creates or upgrades the history table, and returns the Store.
+// libpq reads them), creates or upgrades the history table, and returns the Store. A
+// connection that is not set up within the URL's connect_timeout (DefaultConnectTimeout when
+// it has none) fails.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxConns < 0 {
 		return nil, fmt.Errorf("archive: Options.MaxConns %d is negative", opts.MaxConns)
@@ -101,6 +110,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// Without one, a server that takes the connection and never answers holds Open, and
+		// every later call, for good.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -109,12 +109,29 @@ func Disable(ctx context.Context, client *delayq.Client) error {
 const maxBackoff = 5 * time.Second
 
 // Run turns archiving on and moves outcomes until ctx ends; then it returns nil. A failure to
-// read Redis or to write PostgreSQL is logged and tried again: the outcomes wait in Redis.
+// reach Redis (at start too) or to write PostgreSQL is logged and tried again: the outcomes
+// wait in Redis.
 func (a *Archiver) Run(ctx context.Context) error {
-	if err := Enable(ctx, a.client, a.cfg.Keep, a.cfg.Failed); err != nil {
-		return err
-	}
 	backoff := a.cfg.Interval
+	// Redis unreachable at start is waited out as it is later.
+	for {
+		err := Enable(ctx, a.client, a.cfg.Keep, a.cfg.Failed)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.failures.Add(1)
+		a.log.Warn("archive: turning archiving on", "err", err, "retry_in", backoff)
+		backoff = min(2*backoff+a.cfg.Interval, maxBackoff)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+	}
+	backoff = a.cfg.Interval
 	for {
 		full, err := a.pass(ctx)
 		switch {
@@ -143,7 +160,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 // pass archives a batch from every partition of every topic; full reports whether a batch was
 // full, so that more may be waiting.
 func (a *Archiver) pass(ctx context.Context) (full bool, err error) {
-	topics, err := a.st.Topics(ctx)
+	topics, deleted, err := a.st.HistoryTopics(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -154,6 +171,11 @@ func (a *Archiver) pass(ctx context.Context) (full bool, err error) {
 				return full, err
 			}
 			full = full || got == a.cfg.Batch
+		}
+		if deleted[topic] {
+			if _, err := a.st.ForgetHistory(ctx, topic, n); err != nil {
+				return full, err
+			}
 		}
 	}
 	return full, nil
@@ -166,19 +188,37 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 		return 0, err
 	}
 	batch := make([]Outcome, 0, len(entries))
-	ids := make([]string, 0, len(entries))
+	var skipped []string
 	for _, e := range entries {
-		ids = append(ids, e.StreamID)
 		if e.Err != nil {
+			skipped = append(skipped, e.StreamID)
 			a.log.Warn("archive: an outcome could not be read and is skipped", "topic", topic, "err", e.Err)
 			continue
 		}
 		batch = append(batch, outcomeOf(topic, e))
 	}
-	if _, err := a.pg.Insert(ctx, batch); err != nil {
-		return 0, fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)
+	for {
+		_, err := a.pg.Insert(ctx, batch)
+		// An outcome that can never be stored is skipped, or it would hold up its partition
+		// for good; the rest of the batch is written.
+		var invalid *InvalidOutcomeError
+		if errors.As(err, &invalid) && invalid.Index >= 0 && invalid.Index < len(batch) {
+			a.log.Warn("archive: an outcome cannot be stored and is skipped", "topic", topic,
+				"id", batch[invalid.Index].ID, "err", err)
+			skipped = append(skipped, batch[invalid.Index].Entry)
+			batch = append(batch[:invalid.Index], batch[invalid.Index+1:]...)
+			continue
+		}
+		if err != nil {
+			return 0, fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)
+		}
+		break
 	}
-	if err := a.st.AckHistory(ctx, p, ids); err != nil {
+	archived := make([]string, len(batch))
+	for i, o := range batch {
+		archived[i] = o.Entry
+	}
+	if err := a.st.AckHistory(ctx, p, archived, skipped); err != nil {
 		return 0, err // archived; they come again, and are inserted once
 	}
 	a.archived.Add(int64(len(batch)))
@@ -196,6 +236,7 @@ func outcomeOf(topic string, e store.HistoryEntry) Outcome {
 		RunAt:      time.UnixMilli(r.RunAtMs).UTC(),
 		FinishedAt: time.UnixMilli(e.AtMs).UTC(),
 		LastError:  r.LastError, CallbackURL: r.Callback, Headers: r.Headers,
+		Entry: e.StreamID,
 	}
 }
 
@@ -207,7 +248,7 @@ type Backlog struct {
 
 // Backlog sums the history streams of every partition of every topic.
 func (a *Archiver) Backlog(ctx context.Context) (Backlog, error) {
-	topics, err := a.st.Topics(ctx)
+	topics, _, err := a.st.HistoryTopics(ctx)
 	if err != nil {
 		return Backlog{}, err
 	}

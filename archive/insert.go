@@ -15,14 +15,14 @@ import (
 // by the same INSERT was measured slower for batches of 1000 (BenchmarkInsert).
 const insertSQL = `
 INSERT INTO delayq_job_history (topic, id, outcome, attempts, body, format, priority,
-	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers)
+	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry)
 SELECT topic, id, outcome, attempts, body, format, priority,
-	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers::jsonb
+	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers::jsonb, entry
 FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::bytea[], $6::int4[], $7::int4[],
 	$8::int4[], $9::int8[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[],
-	$13::text[], $14::text[], $15::text[])
+	$13::text[], $14::text[], $15::text[], $16::text[])
 	AS b(topic, id, outcome, attempts, body, format, priority,
-	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers)
+	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry)
 ON CONFLICT ON CONSTRAINT delayq_job_history_once DO NOTHING`
 
 // columns holds a batch column by column, as insertSQL takes it.
@@ -35,6 +35,7 @@ type columns struct {
 	createdAt, runAt, finishedAt []time.Time
 	lastError, callbackURL       []string
 	headers                      []*string
+	entry                        []string
 }
 
 // Insert stores a batch of outcomes in one round trip and returns how many rows it added:
@@ -54,7 +55,7 @@ func (s *Store) Insert(ctx context.Context, batch []Outcome) (int, error) {
 	err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
 		tag, err := conn.Exec(ctx, insertSQL, c.topic, c.id, c.outcome, c.attempts, c.body,
 			c.format, c.priority, c.maxRetry, c.ttrMs, c.createdAt, c.runAt, c.finishedAt,
-			c.lastError, c.callbackURL, c.headers)
+			c.lastError, c.callbackURL, c.headers, c.entry)
 		added = tag.RowsAffected()
 		return err
 	})
@@ -73,6 +74,7 @@ func (s *Store) columnsOf(batch []Outcome) (*columns, error) {
 		priority: make([]int32, n), maxRetry: make([]int32, n), ttrMs: make([]int64, n),
 		createdAt: make([]time.Time, n), runAt: make([]time.Time, n), finishedAt: make([]time.Time, n),
 		lastError: make([]string, n), callbackURL: make([]string, n), headers: make([]*string, n),
+		entry: make([]string, n),
 	}
 	for i, o := range batch {
 		if reason := check(o); reason != "" {
@@ -84,6 +86,7 @@ func (s *Store) columnsOf(batch []Outcome) (*columns, error) {
 		c.ttrMs[i] = o.TTR.Milliseconds()
 		c.createdAt[i], c.runAt[i], c.finishedAt[i] = o.CreatedAt, o.RunAt, o.FinishedAt
 		c.lastError[i], c.callbackURL[i] = text(o.LastError), text(o.CallbackURL)
+		c.entry[i] = text(o.Entry)
 		if s.keepBodies {
 			c.body[i] = o.Body
 		}
@@ -112,6 +115,13 @@ func check(o Outcome) string {
 		return "no finish time"
 	case o.CreatedAt.IsZero():
 		return "no creation time"
+	}
+	// Times the API could not print either (RFC 3339 has four-digit years), and PostgreSQL
+	// refuses some of.
+	for _, t := range []time.Time{o.CreatedAt, o.RunAt, o.FinishedAt} {
+		if y := t.Year(); y < 1 || y > 9999 {
+			return fmt.Sprintf("time %v out of the years 1 to 9999", t)
+		}
 	}
 	for _, v := range []int{o.Attempts, o.Format, o.Priority, o.MaxRetries} {
 		if v < -maxInt32-1 || v > maxInt32 {

@@ -66,7 +66,9 @@ func parseCursor(s string) (cursor, error) {
 		return cursor{}, &FilterError{Field: "cursor", Reason: "malformed; pass Page.Next unchanged"}
 	}
 	c := cursor{finishedAt: int64(binary.BigEndian.Uint64(b[:8])), seq: int64(binary.BigEndian.Uint64(b[8:]))}
-	if c.seq <= 0 {
+	// No row finished outside the years 1 to 9999 (Insert refuses such times), and PostgreSQL
+	// fails a query on some of those instants.
+	if y := time.UnixMicro(c.finishedAt).Year(); c.seq <= 0 || y < 1 || y > 9999 {
 		return cursor{}, &FilterError{Field: "cursor", Reason: "malformed; pass Page.Next unchanged"}
 	}
 	return c, nil

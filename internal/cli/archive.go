@@ -46,11 +46,16 @@ func (a *archiveConfig) validate(fail func(string, ...any)) {
 	}
 }
 
-// redacted is the archive URL without its password, for logs.
+// redacted is the archive URL without its password, for logs: neither the user part's nor a
+// password parameter (?password=, which PostgreSQL URLs may carry too).
 func (a *archiveConfig) redacted() string {
 	u, err := url.Parse(a.url)
 	if err != nil {
 		return "postgres://…"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }

@@ -105,6 +105,11 @@ func NewTopics(ns string) string { return ns + ":topics:new" }
 // archiving is off.
 func Archive(ns string) string { return ns + ":archive" }
 
+// HistoryTopics is a HASH: topic name -> partition count, of the topics deleted while their
+// partitions' History streams still held outcomes for the archiver, which reads these besides
+// the registered topics' and forgets a topic once its streams are empty.
+func HistoryTopics(ns string) string { return ns + ":history:topics" }
+
 // PartitionOf returns the partition (0..n-1) that job id belongs to.
 func PartitionOf(id string, n int) int {
 	if n <= 1 {

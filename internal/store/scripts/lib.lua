@@ -135,7 +135,14 @@ end
 local function archive(outcome, id, rec, attempts)
   if ARCHIVE == 0 or (outcome == 'failed' and ARCHIVE > 0) then return end
   local keep = math.abs(ARCHIVE)
-  if redis.call('XLEN', HISTORY) >= keep then
+  local waiting = redis.call('XLEN', HISTORY)
+  if waiting == 0 and redis.call('EXISTS', HISTORY) == 0 then
+    -- The archivers' group (store.HistoryGroup) comes with the stream: over maxmemory Redis
+    -- refuses XGROUP CREATE from an archiver, which could then never read it. Here it is
+    -- allowed, as this script has written already.
+    redis.call('XGROUP', 'CREATE', HISTORY, 'archivers', '0', 'MKSTREAM')
+  end
+  if waiting >= keep then
     redis.call('HINCRBY', SETTINGS, 'history_dropped', 1)
   end
   redis.call('XADD', HISTORY, 'MAXLEN', keep, '*', 'o', outcome, 'i', id, 'r', rec, 'a', attempts, 't', NOW)
