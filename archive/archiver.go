@@ -32,6 +32,11 @@ type ArchiverConfig struct {
 	// ClaimAfter is how long outcomes that another archiver read and did not archive (it
 	// stopped, or died, mid-batch) wait before this one takes them over. Defaults to 30s.
 	ClaimAfter time.Duration
+	// Hold is how long archiving stays on after an archiver last renewed it; a running
+	// Archiver renews it every third of Hold. When no archiver has run for Hold, Clients stop
+	// appending job ends (within 5 s more): a namespace that once had an archive does not go
+	// on filling Redis without one. Defaults to a minute.
+	Hold time.Duration
 	// Consumer names this archiver among those sharing the work. Defaults to the host name
 	// and process id with a random suffix.
 	Consumer string
@@ -50,6 +55,7 @@ type Archiver struct {
 	log    *slog.Logger
 
 	archived, failures atomic.Int64
+	renewed            time.Time // when Run last turned archiving on
 }
 
 // NewArchiver returns an Archiver of client's namespace into pg.
@@ -69,7 +75,10 @@ func NewArchiver(client *delayq.Client, pg *Store, cfg ArchiverConfig) (*Archive
 	if cfg.ClaimAfter == 0 {
 		cfg.ClaimAfter = 30 * time.Second
 	}
-	if cfg.Keep < 1 || cfg.Batch < 1 || cfg.Batch > 10_000 || cfg.Interval < 0 || cfg.ClaimAfter < 0 {
+	if cfg.Hold == 0 {
+		cfg.Hold = time.Minute
+	}
+	if cfg.Keep < 1 || cfg.Batch < 1 || cfg.Batch > 10_000 || cfg.Interval < 0 || cfg.ClaimAfter < 0 || cfg.Hold < 0 {
 		return nil, fmt.Errorf("archive: Keep %d must be positive, Batch %d within 1 to 10000, Interval and ClaimAfter not negative", cfg.Keep, cfg.Batch)
 	}
 	if cfg.Consumer == "" {
@@ -88,12 +97,17 @@ func consumerName() string {
 	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
-// Enable turns archiving on for client's namespace: from then on (within seconds, for Clients
-// in other processes) the scripts that end jobs append their outcomes to Redis streams, keeping
-// at most keep per partition, and failed attempts too when failed is set. Run does it itself.
+// Enable turns archiving on for client's namespace until Disable: from then on (within
+// seconds, for Clients in other processes) the scripts that end jobs append their outcomes to
+// Redis streams, keeping at most keep per partition, and failed attempts too when failed is
+// set. An Archiver's Run turns it on for as long as an archiver runs instead (see
+// ArchiverConfig.Hold).
 func Enable(ctx context.Context, client *delayq.Client, keep int64, failed bool) error {
-	st := clienthooks.Store(client)
-	if err := st.WriteArchiveSetting(ctx, store.ArchiveSetting{Keep: keep, Failed: failed}); err != nil {
+	return enable(ctx, client, store.ArchiveSetting{Keep: keep, Failed: failed}, 0)
+}
+
+func enable(ctx context.Context, client *delayq.Client, a store.ArchiveSetting, hold time.Duration) error {
+	if err := clienthooks.Store(client).WriteArchiveSetting(ctx, a, hold); err != nil {
 		return err
 	}
 	return clienthooks.ReadArchiveSetting(ctx, client)
@@ -103,6 +117,25 @@ func Enable(ctx context.Context, client *delayq.Client, keep int64, failed bool)
 // archiver moves them.
 func Disable(ctx context.Context, client *delayq.Client) error {
 	return Enable(ctx, client, 0, false)
+}
+
+// Enable turns archiving on for the Archiver's Hold; Run renews it.
+func (a *Archiver) Enable(ctx context.Context) error {
+	err := enable(ctx, a.client, store.ArchiveSetting{Keep: a.cfg.Keep, Failed: a.cfg.Failed}, a.cfg.Hold)
+	if err == nil {
+		a.renewed = time.Now()
+	}
+	return err
+}
+
+// renew keeps archiving on while this Archiver runs.
+func (a *Archiver) renew(ctx context.Context) {
+	if time.Since(a.renewed) < a.cfg.Hold/3 {
+		return
+	}
+	if err := a.Enable(ctx); err != nil && ctx.Err() == nil {
+		a.log.Warn("archive: renewing the archive setting", "err", err)
+	}
 }
 
 // maxBackoff bounds the wait between failed passes.
@@ -115,7 +148,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 	backoff := a.cfg.Interval
 	// Redis unreachable at start is waited out as it is later.
 	for {
-		err := Enable(ctx, a.client, a.cfg.Keep, a.cfg.Failed)
+		err := a.Enable(ctx)
 		if err == nil {
 			break
 		}
@@ -133,6 +166,7 @@ func (a *Archiver) Run(ctx context.Context) error {
 	}
 	backoff = a.cfg.Interval
 	for {
+		a.renew(ctx)
 		full, err := a.pass(ctx)
 		switch {
 		case ctx.Err() != nil:

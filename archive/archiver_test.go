@@ -294,3 +294,40 @@ func TestDisableStopsRecording(t *testing.T) {
 		t.Fatal("NewArchiver without a Store accepted")
 	}
 }
+
+// Archiving stays on while an archiver runs: once none has renewed it for Hold, Clients stop
+// appending job ends, so that Redis does not fill with history nobody will move.
+func TestArchivingStopsWhenNoArchiverRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	a, err := NewArchiver(c, pg, ArchiverConfig{Hold: 300 * time.Millisecond, Interval: 20 * time.Millisecond,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	testwait.For(t, 10*time.Second, "archiving on", func() bool {
+		s, err := clienthooks.Store(c).ReadArchiveSetting(ctx)
+		return err == nil && s.Keep > 0
+	})
+	time.Sleep(time.Second) // past Hold: Run renewed it meanwhile
+	ackAll(t, c, "t", "while", 3)
+	waitRows(t, pg, "t", 3)
+
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond) // past Hold, with no archiver
+	if err := clienthooks.ReadArchiveSetting(ctx, c); err != nil { // what every Client does every 5 s
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "after", 3)
+	if b, err := a.Backlog(ctx); err != nil || b.Waiting != 0 {
+		t.Fatalf("backlog %+v, %v after the last archiver stopped; want nothing recorded", b, err)
+	}
+}

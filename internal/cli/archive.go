@@ -77,7 +77,7 @@ func startArchive(ctx context.Context, cfg archiveConfig, dq *delayq.Client, reg
 		return nil, nil, err
 	}
 	// On before the server listens, so that no job the server ends escapes the history.
-	if err := archive.Enable(ctx, dq, cfg.keep, cfg.failed); err != nil {
+	if err := a.Enable(ctx); err != nil {
 		pg.Close()
 		return nil, nil, err
 	}

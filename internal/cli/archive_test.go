@@ -57,17 +57,21 @@ func TestServerArchivesJobEnds(t *testing.T) {
 	if len(page.Entries) != 1 || page.Entries[0].Outcome != "acked" || string(page.Entries[0].Body) != `{"n":1}` {
 		t.Fatalf("delayq history orders o1: %+v", page)
 	}
-	resp, err := http.Get(s.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{"delayq_archived_total 1", "delayq_archive_waiting 0", "delayq_archive_dropped_total 0"} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("/metrics lacks %q", want)
+	// The row is in PostgreSQL before the archiver counts it and deletes it from Redis.
+	testwait.ForNil(t, 20*time.Second, "the archive's metrics", func() error {
+		resp, err := http.Get(s.URL + "/metrics")
+		if err != nil {
+			return err
 		}
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, want := range []string{"delayq_archived_total 1", "delayq_archive_waiting 0", "delayq_archive_dropped_total 0"} {
+			if !strings.Contains(string(body), want) {
+				return fmt.Errorf("/metrics lacks %q", want)
+			}
+		}
+		return nil
+	})
 }
 
 func TestServerRefusesABadArchiveURL(t *testing.T) {

@@ -37,19 +37,27 @@ func (s *Store) ReadArchiveSetting(ctx context.Context) (ArchiveSetting, error) 
 	return a, nil
 }
 
-// WriteArchiveSetting stores the namespace's archive setting; Keep 0 deletes it.
-func (s *Store) WriteArchiveSetting(ctx context.Context, a ArchiveSetting) error {
+// WriteArchiveSetting stores the namespace's archive setting, for hold (0: until changed);
+// Keep 0 deletes it.
+func (s *Store) WriteArchiveSetting(ctx context.Context, a ArchiveSetting, hold time.Duration) error {
 	key := keys.Archive(s.ns)
-	var err error
-	if a.Keep <= 0 {
-		err = s.rdb.Del(ctx, key).Err()
-	} else {
+	_, err := s.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		if a.Keep <= 0 {
+			pipe.Del(ctx, key)
+			return nil
+		}
 		failed := "0"
 		if a.Failed {
 			failed = "1"
 		}
-		err = s.rdb.HSet(ctx, key, "keep", a.Keep, "failed", failed).Err()
-	}
+		pipe.HSet(ctx, key, "keep", a.Keep, "failed", failed)
+		if hold > 0 {
+			pipe.PExpire(ctx, key, hold)
+		} else {
+			pipe.Persist(ctx, key)
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("delayq: writing the archive setting: %w", err)
 	}
