@@ -322,7 +322,7 @@ func TestArchivingStopsWhenNoArchiverRuns(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond) // past Hold, with no archiver
+	time.Sleep(400 * time.Millisecond)                             // past Hold, with no archiver
 	if err := clienthooks.ReadArchiveSetting(ctx, c); err != nil { // what every Client does every 5 s
 		t.Fatal(err)
 	}
