@@ -198,22 +198,41 @@ func (a *Archiver) pass(ctx context.Context) (full bool, err error) {
 	if err != nil {
 		return false, err
 	}
+	// A partition that Redis cannot serve (a shard down, a key of the wrong type) is passed over
+	// and reported, so that it does not hold up the others; PostgreSQL failing fails every
+	// partition alike, and ends the pass.
+	var first error
 	for topic, n := range topics {
+		failed := false
 		for i := range n {
 			got, err := a.archivePartition(ctx, topic, a.st.Partition(topic, i))
-			if err != nil {
+			var we *writeError
+			switch {
+			case errors.As(err, &we), ctx.Err() != nil:
 				return full, err
+			case err != nil:
+				failed = true
+				if first == nil {
+					first = err
+				}
+				a.log.Warn("archive: a partition's outcomes wait in Redis", "topic", topic, "partition", i, "err", err)
 			}
 			full = full || got == a.cfg.Batch
 		}
-		if deleted[topic] {
-			if _, err := a.st.ForgetHistory(ctx, topic, n); err != nil {
-				return full, err
+		if deleted[topic] && !failed {
+			if _, err := a.st.ForgetHistory(ctx, topic, n); err != nil && first == nil {
+				first = err
 			}
 		}
 	}
-	return full, nil
+	return full, first
 }
+
+// writeError is a failure to write to PostgreSQL.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
 
 // archivePartition moves one batch of a partition's outcomes and returns its size.
 func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Partition) (int, error) {
@@ -244,7 +263,7 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)
+			return 0, &writeError{fmt.Errorf("archive: writing %d outcomes of %s: %w", len(batch), topic, err)}
 		}
 		break
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/pgtest"
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
@@ -330,4 +331,41 @@ func TestArchivingStopsWhenNoArchiverRuns(t *testing.T) {
 	if b, err := a.Backlog(ctx); err != nil || b.Waiting != 0 {
 		t.Fatalf("backlog %+v, %v after the last archiver stopped; want nothing recorded", b, err)
 	}
+}
+
+// A partition whose history Redis cannot serve (here a key of the wrong type in its place) is
+// passed over: the topic's other partitions are archived all the same.
+func TestArchiverPassesOverAPartitionItCannotRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t).Client(t)
+	c, err := delayq.New(ctx, rdb, delayq.Config{Partitions: 2, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pg, _ := openStore(t, Options{})
+	if err := Enable(ctx, c, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "j", 20)
+	st := clienthooks.Store(c)
+	key := st.Partition("t", 0).History() // the partition read first
+	if err := rdb.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, key, "not a stream", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	inSecond := 0
+	for i := range 20 {
+		if keys.PartitionOf(fmt.Sprintf("j-%04d", i), 2) == 1 {
+			inSecond++
+		}
+	}
+	if inSecond == 0 {
+		t.Fatal("no job in the second partition")
+	}
+	runArchiver(t, c, pg, ArchiverConfig{})
+	waitRows(t, pg, "t", inSecond)
 }
