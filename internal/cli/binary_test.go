@@ -34,6 +34,40 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
+// startBinaryServer runs `bin server` on a free port with env and waits for its "listening on"
+// line. drained closes once the server's standard error ends; logs holds all of it.
+func startBinaryServer(ctx context.Context, t *testing.T, bin string, env []string) (cmd *exec.Cmd, addr string, logs *syncBuffer, drained <-chan struct{}) {
+	t.Helper()
+	cmd = exec.CommandContext(ctx, bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"))
+	cmd.Env = env
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	logs = &syncBuffer{}
+	lines := bufio.NewScanner(io.TeeReader(stderr, logs))
+	for addr == "" && lines.Scan() {
+		if m := listeningRe.FindStringSubmatch(lines.Text()); m != nil {
+			addr = m[1]
+		}
+	}
+	if addr == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("no \"listening on\" line; output:\n%s", logs.String())
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for lines.Scan() {
+		}
+	}()
+	return cmd, addr, logs, done
+}
+
 func TestBinary(t *testing.T) {
 	t.Parallel()
 	bin := buildBinary(t)
@@ -43,34 +77,7 @@ func TestBinary(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"))
-			cmd.Env = cleanEnv()
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			logs := &syncBuffer{}
-			lines := bufio.NewScanner(io.TeeReader(stderr, logs))
-			addr := ""
-			for addr == "" && lines.Scan() {
-				if m := listeningRe.FindStringSubmatch(lines.Text()); m != nil {
-					addr = m[1]
-				}
-			}
-			if addr == "" {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-				t.Fatalf("no \"listening on\" line; output:\n%s", logs.String())
-			}
-			drained := make(chan struct{})
-			go func() {
-				defer close(drained)
-				for lines.Scan() {
-				}
-			}()
+			cmd, addr, logs, drained := startBinaryServer(ctx, t, bin, cleanEnv())
 			s := &server{URL: "http://" + addr, logs: logs}
 			pid := s.redisPid(t)
 			s.must(t, "enqueue", "orders", "--body", "1")
@@ -79,7 +86,7 @@ func TestBinary(t *testing.T) {
 				t.Fatal(err)
 			}
 			<-drained
-			err = cmd.Wait()
+			err := cmd.Wait()
 			if sig == syscall.SIGKILL {
 				// No graceful shutdown: the kernel's parent-death signal stops redis-server.
 				testwait.For(t, 10*time.Second, "redis-server exits after delayq was killed", func() bool { return !alive(pid) })

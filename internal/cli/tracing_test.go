@@ -1,14 +1,11 @@
 package cli_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,33 +70,8 @@ func TestServerExportsTracesOverOTLP(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"))
-	cmd.Env = append(cleanEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL,
-		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_BSP_SCHEDULE_DELAY=50")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logs := &syncBuffer{}
-	lines := bufio.NewScanner(io.TeeReader(stderr, logs))
-	addr := ""
-	for addr == "" && lines.Scan() {
-		if m := listeningRe.FindStringSubmatch(lines.Text()); m != nil {
-			addr = m[1]
-		}
-	}
-	if addr == "" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("no \"listening on\" line; output:\n%s", logs.String())
-	}
-	go func() {
-		for lines.Scan() {
-		}
-	}()
+	cmd, addr, logs, _ := startBinaryServer(ctx, t, bin, append(cleanEnv(), "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL,
+		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_BSP_SCHEDULE_DELAY=50"))
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/topics/orders/jobs", strings.NewReader(`{"body":{"n":1}}`))
