@@ -104,7 +104,7 @@ func TestHistoryTopicLatenessOverTheLastHour(t *testing.T) {
 	if n := len(h.late["a"].snaps); n > int(historySpan/latenessSnapStep)+1 {
 		t.Errorf("a topic keeps %d snapshots", n)
 	}
-	m.ForgetTopics(map[string]bool{"b": true})
+	m.ForgetTopics(m.SeriesTopics(), map[string]bool{"b": true})
 	h.sample(now.Add(historyStep))
 	if p50, _ := late("a"); p50 != "—" || h.late["a"] != nil {
 		t.Errorf("a deleted topic's lateness is still %s", p50)

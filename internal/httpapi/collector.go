@@ -13,8 +13,8 @@ import (
 
 // topicCollector reads every topic's job counts from the store at scrape time.
 type topicCollector struct {
-	c       *delayq.Client
-	m       *metrics.Metrics // its per-topic series of topics that are gone are dropped; may be nil
+	topics  func(context.Context) ([]delayq.TopicStats, error) // every topic's counts: Client.Topics
+	m       *metrics.Metrics                                   // its per-topic series of topics that are gone are dropped; may be nil
 	timeout time.Duration
 	log     *slog.Logger
 
@@ -25,7 +25,7 @@ type topicCollector struct {
 
 func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Duration, log *slog.Logger) *topicCollector {
 	return &topicCollector{
-		c:       c,
+		topics:  c.Topics,
 		m:       m,
 		timeout: timeout,
 		log:     log,
@@ -49,7 +49,11 @@ func (t *topicCollector) Describe(ch chan<- *prometheus.Desc) {
 func (t *topicCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	defer cancel()
-	topics, err := bounded(ctx, t.c.Topics)
+	var had map[string]bool
+	if t.m != nil {
+		had = t.m.SeriesTopics() // before the registry is read: see ForgetTopics
+	}
+	topics, err := bounded(ctx, t.topics)
 	if err != nil {
 		t.log.Warn("httpapi: reading topic counts for metrics", "err", err)
 		ch <- prometheus.MustNewConstMetric(t.up, prometheus.GaugeValue, 0)
@@ -61,7 +65,7 @@ func (t *topicCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range topics {
 			live[s.Name] = true
 		}
-		t.m.ForgetTopics(live)
+		t.m.ForgetTopics(had, live)
 	}
 	for _, s := range topics {
 		for _, c := range []struct {

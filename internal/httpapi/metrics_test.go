@@ -2,10 +2,18 @@ package httpapi
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/metrics"
 )
 
 // With tokens, /metrics needs one (its series name the topics), unless the operator made it
@@ -68,6 +76,34 @@ func TestMetricsForgetTopicsThatAreGone(t *testing.T) {
 	e.call("GET", "/metrics", nil)
 	if m := string(e.call("GET", "/metrics", nil).body); strings.Contains(m, `topic="fleeting"`) {
 		t.Fatalf("series of a topic that is gone:\n%s", m)
+	}
+}
+
+// A job counted while a scrape reads the topic registry, in a topic registered after that read
+// (its first enqueue, from another request), keeps its series: the scrape forgets only topics
+// that had series before it read the registry.
+func TestScrapeKeepsATopicRegisteredWhileItReads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	m := metrics.New(prometheus.NewRegistry())
+	c := newTopicCollector(e.client, m, 5*time.Second, slog.Default())
+	read := c.topics
+	c.topics = func(ctx context.Context) ([]delayq.TopicStats, error) {
+		topics, err := read(ctx)
+		// Another request enqueues the first job of a new topic now, after the read.
+		if _, err := e.client.Enqueue(ctx, "new", delayq.Spec{Body: []byte("x")}); err != nil {
+			t.Error(err)
+		}
+		m.Enqueued.WithLabelValues("new").Inc()
+		return topics, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(m.Enqueued.WithLabelValues("new")); got != 1 {
+		t.Errorf("jobs_enqueued_total of the new topic after the scrape = %v, want 1", got)
 	}
 }
 

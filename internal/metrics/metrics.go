@@ -90,28 +90,43 @@ func (m *Metrics) byTopic() []*prometheus.MetricVec {
 	}
 }
 
-// ForgetTopics stops exporting the per-topic series of every topic live does not hold: a topic
-// that no longer exists leaves no series behind.
-func (m *Metrics) ForgetTopics(live map[string]bool) {
+// SeriesTopics returns the topics that have per-topic series now. A caller that drops the
+// series of topics no longer registered reads this before it reads the registry (see
+// ForgetTopics).
+func (m *Metrics) SeriesTopics() map[string]bool {
+	topics := map[string]bool{}
 	for _, vec := range m.byTopic() {
 		ch := make(chan prometheus.Metric, 64)
 		go func() {
 			vec.Collect(ch)
 			close(ch)
 		}()
-		gone := map[string]bool{}
 		for metric := range ch {
 			var d dto.Metric
 			if metric.Write(&d) != nil {
 				continue
 			}
 			for _, l := range d.GetLabel() {
-				if l.GetName() == "topic" && !live[l.GetValue()] {
-					gone[l.GetValue()] = true
+				if l.GetName() == "topic" {
+					topics[l.GetValue()] = true
 				}
 			}
 		}
-		for topic := range gone {
+	}
+	return topics
+}
+
+// ForgetTopics stops exporting the per-topic series of each topic of had (SeriesTopics, read
+// before live) that live, the registered topics, does not hold: a topic that no longer exists
+// leaves no series behind. The order matters: a job is counted after its topic is registered,
+// so a topic whose first series appear while the registry is read is not in had, and a topic
+// registered meanwhile is never taken for gone.
+func (m *Metrics) ForgetTopics(had, live map[string]bool) {
+	for topic := range had {
+		if live[topic] {
+			continue
+		}
+		for _, vec := range m.byTopic() {
 			vec.DeletePartialMatch(prometheus.Labels{"topic": topic})
 		}
 	}

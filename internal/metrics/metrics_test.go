@@ -45,7 +45,7 @@ func TestForgetTopicsDropsTheirLateness(t *testing.T) {
 	m.ObserveLateness("gone", "pull", time.Millisecond)
 	m.ObserveLateness("kept", "pull", time.Millisecond)
 	m.Enqueued.WithLabelValues("gone").Inc()
-	m.ForgetTopics(map[string]bool{"kept": true})
+	m.ForgetTopics(m.SeriesTopics(), map[string]bool{"kept": true})
 	if got := seriesCount(m.TopicLateness); got != 1 {
 		t.Errorf("per-topic lateness series after forgetting a topic: %d, want 1", got)
 	}
