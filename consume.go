@@ -405,14 +405,23 @@ func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.L
 }
 
 // sortByPriority puts jobs from several partitions in the order one partition hands them out:
-// highest priority first, then earliest due time.
+// highest priority first, then earliest due time; jobs ranked by a beanstalkd priority by that
+// priority, then by id (as ready_score in the scripts' lib.lua).
 func sortByPriority(jobs []*Job) {
 	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		if a.Priority != b.Priority {
-			return cmp.Compare(b.Priority, a.Priority)
+		if c := cmp.Compare(readyScore(a), readyScore(b)); c != 0 || a.BeanstalkdPriority == nil {
+			return c
 		}
-		return a.RunAt.Compare(b.RunAt)
+		return cmp.Compare(a.ID, b.ID)
 	})
+}
+
+// readyScore is a due job's score in its ready set.
+func readyScore(j *Job) float64 {
+	if j.BeanstalkdPriority != nil {
+		return float64(*j.BeanstalkdPriority)
+	}
+	return float64(-j.Priority)*(1<<43) + float64(j.RunAt.UnixMilli())
 }
 
 // reserveOnce runs one reserve call. When its answer is lost it sends the same call again (at

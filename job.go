@@ -78,6 +78,11 @@ type Job struct {
 	DiedAt   time.Time // zero unless dead
 	// Headers are the job's headers, names in lower case (see Spec.Headers); nil when none.
 	Headers map[string]string
+	// BeanstalkdPriority is the priority of a job put, released or buried through the
+	// beanstalkd front end (docs/beanstalkd.md): 0 to 2^32-1, most urgent first, ranking it
+	// among the due jobs before every job of priority 0 and after every higher one, and among
+	// its like by id. Nil for other jobs. Priority is then 0.
+	BeanstalkdPriority *uint32
 }
 
 // Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.
@@ -114,6 +119,10 @@ func jobFromRecord(topic string, r store.Record) *Job {
 		LastError:   r.LastError,
 		LeaseToken:  r.Lease,
 		Headers:     r.Headers,
+	}
+	if r.Priority >= store.RankBase {
+		pri := uint32(r.Priority - store.RankBase)
+		j.Priority, j.BeanstalkdPriority = 0, &pri
 	}
 	if r.BackoffMs != nil {
 		j.Backoff = make([]time.Duration, len(r.BackoffMs))

@@ -38,18 +38,23 @@ func (c *Client) enqueue(ctx context.Context, topic string, s Spec) (*Job, error
 	if err != nil {
 		return nil, err
 	}
+	return c.enqueueJob(ctx, topic, j, s.ID == "")
+}
+
+// enqueueJob adds a validated job; generated says its id was made here.
+func (c *Client) enqueueJob(ctx context.Context, topic string, j store.NewJob, generated bool) (*Job, error) {
 	n, err := c.partitions(ctx, topic, true)
 	if err != nil {
 		return nil, err
 	}
 	for try := 0; ; try++ {
 		part := c.store.Partition(topic, keys.PartitionOf(j.ID, n))
-		res, ok := c.enqueuer.Do(ctx, enqueueReq{topic: topic, part: part, job: j, generated: s.ID == ""})
+		res, ok := c.enqueuer.Do(ctx, enqueueReq{topic: topic, part: part, job: j, generated: generated})
 		if !ok {
 			return nil, ctx.Err()
 		}
 		// A generated id can collide with one another process drew in the same millisecond.
-		if errors.Is(res.err, ErrExists) && s.ID == "" && try < 3 {
+		if errors.Is(res.err, ErrExists) && generated && try < 3 {
 			j.ID = c.newID()
 			continue
 		}

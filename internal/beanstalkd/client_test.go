@@ -8,6 +8,7 @@ import (
 	"github.com/beanstalkd/go-beanstalk"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/delayq/delayq/internal/beanstalkd/proto"
 	"github.com/delayq/delayq/internal/beanstalktest"
 )
 
@@ -17,9 +18,11 @@ import (
 // (NOT_FOUND, TIMED_OUT, DEADLINE_SOON).
 func TestGoBeanstalkClientSeesTheSame(t *testing.T) {
 	real := clientTranscript(t, beanstalktest.Start(t).Addr())
-	ours := clientTranscript(t, startServer(t, Config{Backend: newMemBackend()}))
-	if diff := cmp.Diff(real, ours); diff != "" {
-		t.Errorf("beanstalkd vs ours (-beanstalkd +ours):\n%s", diff)
+	for name, b := range map[string]proto.Backend{"memory": newMemBackend(), "delayq": newDelayqBackend(t)} {
+		ours := clientTranscript(t, startServer(t, Config{Backend: b}))
+		if diff := cmp.Diff(real, ours); diff != "" {
+			t.Errorf("beanstalkd vs ours on the %s backend (-beanstalkd +ours):\n%s", name, diff)
+		}
 	}
 }
 

@@ -53,6 +53,12 @@ func (c *conn) jobCommand(ctx context.Context, cmd proto.Command) error {
 		j, err := b.PeekState(ctx, c.used, peekState[cmd.Name()])
 		return c.replyJob(j, err, c.w.Found)
 	case proto.PauseTube:
+		// A tube exists while a connection uses or watches it, or it holds jobs.
+		if _, referenced := c.srv.tubes.count(cmd.Tube); !referenced {
+			if _, err := b.StatsTube(ctx, cmd.Tube); err != nil {
+				return err
+			}
+		}
 		return okOr(b.PauseTube(ctx, cmd.Tube, cmd.Delay), c.w.Paused)
 	default:
 		return c.statsCommand(ctx, cmd)

@@ -171,9 +171,7 @@ func (m *memBackend) Stats(context.Context) (proto.StoreStats, error) { return p
 
 func (m *memBackend) ListTubes(context.Context) ([]string, error) { return nil, nil }
 
-func (m *memBackend) PauseTube(context.Context, string, time.Duration) error {
-	return proto.ErrNotFound
-}
+func (m *memBackend) PauseTube(context.Context, string, time.Duration) error { return nil }
 
 func (m *memBackend) Disconnect(_ context.Context, s proto.Session) error {
 	m.mu.Lock()

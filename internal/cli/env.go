@@ -48,6 +48,9 @@ var envVars = []envVar{
 	{flag: "archive-failed", name: "DELAYQ_ARCHIVE_FAILED"},
 	{flag: "archive-keep", name: "DELAYQ_ARCHIVE_KEEP"},
 	{flag: "archive-retention", name: "DELAYQ_ARCHIVE_RETENTION"},
+	{flag: "beanstalkd-listen", name: "DELAYQ_BEANSTALKD_LISTEN"},
+	{flag: "beanstalkd-max-conns", name: "DELAYQ_BEANSTALKD_MAX_CONNS"},
+	{flag: "beanstalkd-max-job-size", name: "DELAYQ_BEANSTALKD_MAX_JOB_SIZE"},
 	// Client commands.
 	{flag: "server", name: "DELAYQ_SERVER"},
 	{flag: "token", name: "DELAYQ_TOKEN", secret: true},

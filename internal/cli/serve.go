@@ -86,6 +86,12 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		started.add(stop)
 	}
 
+	stopBeanstalkd, err := startBeanstalkd(cfg.beanstalkd, dq, log)
+	if err != nil {
+		return err
+	}
+	started.add(stopBeanstalkd)
+
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.listen, err)

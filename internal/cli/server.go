@@ -38,6 +38,7 @@ type serverConfig struct {
 	scheduler          bool
 	dashboardReadOnly  bool
 	archive            archiveConfig
+	beanstalkd         beanstalkdConfig
 }
 
 func newServerCmd(stderr io.Writer) *cobra.Command {
@@ -92,6 +93,7 @@ and exits 0.`),
 	f.BoolVar(&cfg.scheduler, "scheduler", true, "enqueue the jobs of the schedules' ticks; any number of servers may, each tick still gives one job")
 	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them")
 	cfg.archive.flags(f)
+	cfg.beanstalkd.flags(f)
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd
@@ -131,6 +133,7 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 	}
 	c.validateWebhooks(&o, fail)
 	c.archive.validate(fail)
+	c.beanstalkd.validate(fail)
 	switch c.logFormat {
 	case "text", "json":
 	default:

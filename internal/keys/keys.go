@@ -144,3 +144,33 @@ func (s Schedule) Call(id string) string { return s.prefix + "call:" + id }
 // its state is written and removed before its state is deleted, so that a schedule that exists
 // is always listed; a name whose state is gone is passed over.
 func Schedules(ns string) string { return ns + ":schedules" }
+
+// Beanstalkd names the keys of the beanstalkd front end (internal/beanstalkd), all under one
+// hash tag so that a script can issue an id and index it at once.
+type Beanstalkd struct {
+	prefix string // "<namespace>:{beanstalkd}:"
+}
+
+// BeanstalkdFor returns the beanstalkd front end's keys in namespace ns.
+func BeanstalkdFor(ns string) Beanstalkd { return Beanstalkd{prefix: ns + ":{beanstalkd}:"} }
+
+// IDs is a STRING counter: the last job id issued to a beanstalkd client. beanstalkd's ids are
+// integers unique across tubes.
+func (b Beanstalkd) IDs() string { return b.prefix + "ids" }
+
+// Jobs is a HASH: beanstalkd job id -> the job it names, for the commands that give only an id.
+// The value is the job's topic when the job's delayq id is the beanstalkd id in fixed width (a
+// job put through the front end), else "<topic>\x00<delayq id>" (an alias).
+func (b Beanstalkd) Jobs() string { return b.prefix + "jobs" }
+
+// Aliases is a HASH: "<topic>\x00<delayq id>" -> the beanstalkd id issued for a job enqueued
+// elsewhere (over HTTP, say) when a beanstalkd client first met it.
+func (b Beanstalkd) Aliases() string { return b.prefix + "aliases" }
+
+// Tubes is a HASH: topic -> tube name, for the tubes whose names are not valid topic names and
+// are stored under a topic named from their hash.
+func (b Beanstalkd) Tubes() string { return b.prefix + "tubes" }
+
+// Call is a STRING that records the outcome of one call of the front end's id script for the
+// replay window, as Partition.Call does.
+func (b Beanstalkd) Call(id string) string { return b.prefix + "call:" + id }

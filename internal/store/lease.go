@@ -138,6 +138,17 @@ func parseAcked(v any, n int) ([]error, error) {
 // whether the job went to the dead letters. Nacking a lease again within the replay window
 // answers as the first nack did.
 func (s *Store) Nack(ctx context.Context, p keys.Partition, id, lease, errText string, delayMs int64, dead bool) (bool, error) {
+	return s.nack(ctx, p, id, lease, errText, delayMs, dead, "")
+}
+
+// Bury sends a leased job to the dead letters with a new stored priority (RankBase plus a
+// beanstalkd priority, say), as a Nack with dead set would.
+func (s *Store) Bury(ctx context.Context, p keys.Partition, id, lease string, priority int) error {
+	_, err := s.nack(ctx, p, id, lease, "", -1, true, strconv.Itoa(priority))
+	return err
+}
+
+func (s *Store) nack(ctx context.Context, p keys.Partition, id, lease, errText string, delayMs int64, dead bool, priority string) (bool, error) {
 	delay, buried := "", "0"
 	if delayMs >= 0 {
 		delay = strconv.FormatInt(delayMs, 10)
@@ -145,7 +156,7 @@ func (s *Store) Nack(ctx context.Context, p keys.Partition, id, lease, errText s
 	if dead {
 		buried = "1"
 	}
-	n, err := s.run(ctx, nackScript, write(p, leaseCallID("nack", id, lease), id, lease, errText, delay, buried)).Int64()
+	n, err := s.run(ctx, nackScript, write(p, leaseCallID("nack", id, lease), id, lease, errText, delay, buried, priority)).Int64()
 	if err != nil {
 		return false, fmt.Errorf("delayq: nack: %w", err)
 	}
@@ -170,7 +181,17 @@ func (s *Store) Touch(ctx context.Context, p keys.Partition, id, lease string, t
 // Release gives a lease back unfinished: the job is due again at once, its attempt not counted.
 // Releasing a lease again within the replay window answers as the first release did.
 func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string) error {
-	n, err := s.run(ctx, releaseScript, write(p, leaseCallID("release", id, lease), id, lease)).Int64()
+	return s.release(ctx, p, id, lease, 0, "")
+}
+
+// ReleaseLater gives a lease back unfinished, due again after delayMs and with a new stored
+// priority (RankBase plus a beanstalkd priority, say), its attempt not counted.
+func (s *Store) ReleaseLater(ctx context.Context, p keys.Partition, id, lease string, delayMs int64, priority int) error {
+	return s.release(ctx, p, id, lease, delayMs, strconv.Itoa(priority))
+}
+
+func (s *Store) release(ctx context.Context, p keys.Partition, id, lease string, delayMs int64, priority string) error {
+	n, err := s.run(ctx, releaseScript, write(p, leaseCallID("release", id, lease), id, lease, delayMs, priority)).Int64()
 	if err != nil {
 		return fmt.Errorf("delayq: release: %w", err)
 	}

@@ -13,8 +13,12 @@ var scriptFiles embed.FS
 
 // libraries are the files of a script's shared prelude, in order. A partition's scripts share
 // lib.lua (keys, records, leases) and lib_controls.lua (a topic's pause and limits); the
-// scripts of a schedule's own slot (schedule_*.lua) share schedule_lib.lua.
+// scripts of a schedule's own slot (schedule_*.lua) share schedule_lib.lua; the beanstalkd front
+// end's (beanstalkd_*.lua) stand alone.
 func libraries(name string) []string {
+	if strings.HasPrefix(name, "beanstalkd_") {
+		return nil
+	}
 	if strings.HasPrefix(name, "schedule_") {
 		return []string{"scripts/schedule_lib.lua"}
 	}

@@ -18,8 +18,16 @@ local function oldest_ready(set)
     local s = tonumber(h[2])
     local group = math.floor(s / PRIORITY_UNIT)
     local t = s - group * PRIORITY_UNIT
+    local next_from = (group + 1) * PRIORITY_UNIT
+    if group == 0 and t < RANK_SPAN then
+      -- Jobs ranked by a beanstalkd priority (lib.lua), whose scores are not due times: the
+      -- due time of the first of them stands for all.
+      local _, _, _, _, _, created, delay = cmsgpack.unpack_limit(redis.call('HGET', JOBS, h[1]), 6)
+      t = created + delay
+      next_from = RANK_SPAN
+    end
     if best == -1 or t < best then best = t end
-    from = string.format('%.0f', (group + 1) * PRIORITY_UNIT)
+    from = string.format('%.0f', next_from)
   end
 end
 

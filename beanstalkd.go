@@ -1,0 +1,57 @@
+package delayq
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/tracing"
+)
+
+// The beanstalkd front end (internal/beanstalkd, docs/beanstalkd.md) stores ordinary jobs with
+// beanstalkd's semantics, which the public API does not offer: a 32-bit priority that ranks a
+// job, most urgent first and then by id, among the due jobs; no retry limit and no backoff (a
+// job whose TTR passes is ready again at once); a release with a delay and a new priority; a
+// bury with a new priority. It reaches them through clienthooks, set here.
+
+// foreverRetries is the retry limit of a beanstalkd job: more than a job can use up.
+const foreverRetries = math.MaxInt32
+
+func init() {
+	clienthooks.EnqueueRanked = func(ctx context.Context, client any, topic string, r clienthooks.RankedJob) error {
+		c := client.(*Client)
+		if err := ValidateTopic(topic); err != nil {
+			return err
+		}
+		s := Spec{ID: r.ID, Body: r.Body, Delay: min(r.Delay, c.cfg.Limits.MaxDelay),
+			TTR: min(max(r.TTR, c.cfg.Limits.MinTTR), c.cfg.Limits.MaxTTR)}
+		j, err := c.cfg.Limits.toNewJob(s, c.newID)
+		if err != nil {
+			return err
+		}
+		j.Priority = store.RankBase + int(r.Pri)
+		j.MaxRetries, j.BackoffMs = foreverRetries, []int64{0}
+		ctx, span := c.trace.Start(ctx, tracing.Send, topic)
+		_, err = c.enqueueJob(ctx, topic, j, false)
+		tracing.End(span, err)
+		return err
+	}
+	clienthooks.ReleaseRanked = func(ctx context.Context, client any, l clienthooks.Lease, pri uint32, delay time.Duration) error {
+		c := client.(*Client)
+		p, err := c.existing(ctx, l.Topic, l.ID)
+		if err != nil {
+			return err
+		}
+		return c.store.ReleaseLater(ctx, p, l.ID, l.Token, ceilMs(min(delay, c.cfg.Limits.MaxDelay)), store.RankBase+int(pri))
+	}
+	clienthooks.BuryRanked = func(ctx context.Context, client any, l clienthooks.Lease, pri uint32) error {
+		c := client.(*Client)
+		p, err := c.existing(ctx, l.Topic, l.ID)
+		if err != nil {
+			return err
+		}
+		return c.store.Bury(ctx, p, l.ID, l.Token, store.RankBase+int(pri))
+	}
+}

@@ -1,0 +1,285 @@
+// Package backend is the beanstalkd front end's proto.Backend on a delayq.Client: a tube is a
+// topic, a beanstalkd job an ordinary delayq job (visible over HTTP, in the dashboard and the
+// CLI), bury is dead and kick is requeue. docs/beanstalkd.md has the mapping.
+package backend
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/beanstalkd/proto"
+	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/store"
+)
+
+// Backend carries out beanstalkd commands on a delayq.Client.
+type Backend struct {
+	c   *delayq.Client
+	st  *store.Store
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[proto.Session]map[uint64]held // the jobs each connection holds
+	pauses   map[string]pause                  // by topic
+}
+
+// held is a job a connection reserved.
+type held struct {
+	job   store.BeanstalkdJob
+	lease delayq.Lease
+}
+
+// pause is a pause-tube in force.
+type pause struct {
+	length time.Duration
+	until  time.Time
+	timer  *time.Timer
+}
+
+// New returns a Backend on c.
+func New(c *delayq.Client, log *slog.Logger) *Backend {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Backend{
+		c: c, st: clienthooks.Store(c), log: log,
+		sessions: map[proto.Session]map[uint64]held{},
+		pauses:   map[string]pause{},
+	}
+}
+
+// topicOf returns the topic of a tube: the tube's own name when it is a valid topic name, else
+// a name made from its hash (beanstalkd allows "+/;$()" and a leading "_" or ".", topics do
+// not), whose tube name is stored for listing.
+func topicOf(tube string) string {
+	if delayq.ValidateTopic(tube) == nil {
+		return tube
+	}
+	sum := sha256.Sum256([]byte(tube))
+	return hashedPrefix + hex.EncodeToString(sum[:16])
+}
+
+const hashedPrefix = "beanstalkd-tube-"
+
+// tubeOf returns the tube name of a topic.
+func (b *Backend) tubeOf(ctx context.Context, topic string) (string, error) {
+	if len(topic) != len(hashedPrefix)+32 || topic[:len(hashedPrefix)] != hashedPrefix {
+		return topic, nil
+	}
+	name, err := b.st.BeanstalkdTube(ctx, topic)
+	if err != nil || name == "" {
+		return topic, err
+	}
+	return name, nil
+}
+
+// storeError turns a store error into a beanstalkd reply where there is one.
+func storeError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, delayq.ErrNotFound), errors.Is(err, delayq.ErrLeaseLost), errors.Is(err, delayq.ErrWrongState):
+		return proto.ErrNotFound
+	case errors.Is(err, delayq.ErrTooLarge):
+		return proto.ErrJobTooBig
+	case redis.IsOOMError(err):
+		return proto.ErrOutOfMemory
+	}
+	return err
+}
+
+// Put implements proto.Backend.
+func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr time.Duration, body []byte) (uint64, bool, error) {
+	topic := topicOf(tube)
+	if topic != tube {
+		if err := b.st.SetBeanstalkdTube(ctx, topic, tube); err != nil {
+			return 0, false, storeError(err)
+		}
+	}
+	n, err := b.st.IssueBeanstalkdID(ctx, topic)
+	if err != nil {
+		return 0, false, storeError(err)
+	}
+	err = clienthooks.EnqueueRanked(ctx, b.c, topic, clienthooks.RankedJob{
+		ID: store.BeanstalkdJobID(n), Body: body, Pri: pri, Delay: delay, TTR: ttr,
+	})
+	if err != nil {
+		_ = b.st.ForgetBeanstalkdID(context.WithoutCancel(ctx), n, store.BeanstalkdJob{Topic: topic, ID: store.BeanstalkdJobID(n)})
+		return 0, false, storeError(err)
+	}
+	return n, false, nil
+}
+
+// idOf returns the beanstalkd id of a job: the one it was put with, or an alias issued the
+// first time a beanstalkd client meets a job enqueued elsewhere.
+func (b *Backend) idOf(ctx context.Context, j *delayq.Job) (uint64, error) {
+	if j.BeanstalkdPriority != nil && len(j.ID) == store.BeanstalkdIDWidth {
+		if n, err := strconv.ParseUint(j.ID, 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	return b.st.BeanstalkdAlias(ctx, store.BeanstalkdJob{Topic: j.Topic, ID: j.ID})
+}
+
+// find returns the job beanstalkd id n names, in its current state.
+func (b *Backend) find(ctx context.Context, n uint64) (store.BeanstalkdJob, *delayq.Job, error) {
+	ref, err := b.st.BeanstalkdLookup(ctx, n)
+	if err != nil {
+		return ref, nil, storeError(err)
+	}
+	j, err := b.c.Get(ctx, ref.Topic, ref.ID)
+	if errors.Is(err, delayq.ErrNotFound) {
+		// Gone by another way (acked over HTTP, say): the id names nothing any more.
+		_ = b.st.ForgetBeanstalkdID(ctx, n, ref)
+	}
+	return ref, j, storeError(err)
+}
+
+func (b *Backend) protoJob(n uint64, j *delayq.Job) proto.Job {
+	return proto.Job{ID: n, Body: j.Body, TTR: j.TTR}
+}
+
+// hold records that session s holds job n.
+func (b *Backend) hold(s proto.Session, n uint64, j *delayq.Job) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m := b.sessions[s]
+	if m == nil {
+		m = map[uint64]held{}
+		b.sessions[s] = m
+	}
+	m[n] = held{job: store.BeanstalkdJob{Topic: j.Topic, ID: j.ID}, lease: j.Lease()}
+}
+
+// held returns the job n that s holds, and whether it does.
+func (b *Backend) held(s proto.Session, n uint64) (held, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.sessions[s][n]
+	return h, ok
+}
+
+// drop forgets that s holds n.
+func (b *Backend) drop(s proto.Session, n uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.sessions[s], n)
+}
+
+// Delete implements proto.Backend.
+func (b *Backend) Delete(ctx context.Context, s proto.Session, n uint64) error {
+	if h, ok := b.held(s, n); ok {
+		b.drop(s, n)
+		if err := b.c.Ack(ctx, h.lease); err != nil {
+			return storeError(err)
+		}
+		_ = b.st.ForgetBeanstalkdID(ctx, n, h.job)
+		return nil
+	}
+	ref, j, err := b.find(ctx, n)
+	if err != nil {
+		return err
+	}
+	switch j.State {
+	case delayq.StateReserved:
+		return proto.ErrNotFound // another connection's
+	case delayq.StateDead:
+		k, err := b.c.DeleteDead(ctx, ref.Topic, []string{ref.ID})
+		if err == nil && k == 0 {
+			err = delayq.ErrNotFound
+		}
+		if err != nil {
+			return storeError(err)
+		}
+	default:
+		if err := b.c.Cancel(ctx, ref.Topic, ref.ID); err != nil {
+			return storeError(err)
+		}
+	}
+	_ = b.st.ForgetBeanstalkdID(ctx, n, ref)
+	return nil
+}
+
+// Release implements proto.Backend.
+func (b *Backend) Release(ctx context.Context, s proto.Session, n uint64, pri uint32, delay time.Duration) (bool, error) {
+	h, ok := b.held(s, n)
+	if !ok {
+		return false, proto.ErrNotFound
+	}
+	b.drop(s, n)
+	return false, storeError(clienthooks.ReleaseRanked(ctx, b.c, lease(h), pri, delay))
+}
+
+// Bury implements proto.Backend.
+func (b *Backend) Bury(ctx context.Context, s proto.Session, n uint64, pri uint32) error {
+	h, ok := b.held(s, n)
+	if !ok {
+		return proto.ErrNotFound
+	}
+	b.drop(s, n)
+	return storeError(clienthooks.BuryRanked(ctx, b.c, lease(h), pri))
+}
+
+func lease(h held) clienthooks.Lease {
+	return clienthooks.Lease{Topic: h.lease.Topic, ID: h.lease.ID, Token: h.lease.Token}
+}
+
+// Touch implements proto.Backend.
+func (b *Backend) Touch(ctx context.Context, s proto.Session, n uint64) error {
+	h, ok := b.held(s, n)
+	if !ok {
+		return proto.ErrNotFound
+	}
+	_, err := b.c.Touch(ctx, h.lease, 0)
+	if err != nil {
+		b.drop(s, n)
+	}
+	return storeError(err)
+}
+
+// Disconnect implements proto.Backend: the jobs s still holds are ready again, in their place.
+func (b *Backend) Disconnect(ctx context.Context, s proto.Session) error {
+	b.mu.Lock()
+	jobs := b.sessions[s]
+	delete(b.sessions, s)
+	b.mu.Unlock()
+	var errs []error
+	for _, h := range jobs {
+		if err := b.c.Release(ctx, h.lease); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Peek implements proto.Backend.
+func (b *Backend) Peek(ctx context.Context, n uint64) (proto.Job, error) {
+	_, j, err := b.find(ctx, n)
+	if err != nil {
+		return proto.Job{}, err
+	}
+	return b.protoJob(n, j), nil
+}
+
+// readyScore is a due job's rank, as in the scripts' ready sets: lower first, then by id.
+func readyScore(j *delayq.Job) float64 {
+	if j.BeanstalkdPriority != nil {
+		return float64(*j.BeanstalkdPriority)
+	}
+	return float64(-j.Priority)*(1<<43) + float64(j.RunAt.UnixMilli())
+}
+
+// before tells whether due job a goes out before due job b.
+func before(a, b *delayq.Job) bool {
+	return cmp.Or(cmp.Compare(readyScore(a), readyScore(b)), cmp.Compare(a.ID, b.ID)) < 0
+}
