@@ -14,7 +14,7 @@ import (
 // beanstalkd's semantics, which the public API does not offer: a 32-bit priority that ranks a
 // job, most urgent first and then by id, among the due jobs; no retry limit and no backoff (a
 // job whose TTR passes is ready again at once); a release with a delay and a new priority; a
-// bury with a new priority. It reaches them through clienthooks, set here.
+// bury with a new priority; a reserve of one job by id. It reaches them through clienthooks, set here.
 
 // foreverRetries is the retry limit of a beanstalkd job: more than a job can use up.
 const foreverRetries = math.MaxInt32
@@ -37,6 +37,18 @@ func init() {
 		_, err = c.enqueueJob(ctx, topic, j, false)
 		tracing.End(span, err)
 		return err
+	}
+	clienthooks.ReserveJob = func(ctx context.Context, client any, topic, id string) (any, error) {
+		c := client.(*Client)
+		p, err := c.existing(ctx, topic, id)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.store.ReserveJob(ctx, p, id)
+		if err != nil {
+			return nil, err
+		}
+		return jobFromRecord(topic, r), nil
 	}
 	clienthooks.ReleaseRanked = func(ctx context.Context, client any, l clienthooks.Lease, pri uint32, delay time.Duration) error {
 		c := client.(*Client)

@@ -39,7 +39,7 @@ func (c *conn) statsCommand(ctx context.Context, cmd proto.Command) error {
 		s, err := b.StatsTube(ctx, cmd.Tube)
 		n, referenced := c.srv.tubes.count(cmd.Tube)
 		if err == proto.ErrNotFound && referenced {
-			s, err = proto.TubeStats{}, nil
+			err = nil // a tube without jobs exists while a connection uses or watches it
 		}
 		return okOr(err, func() {
 			c.w.OK(proto.YAMLMap(proto.TubeFields(cmd.Tube, s, n.using, n.watching, n.waiting)))

@@ -36,6 +36,9 @@ type Lease struct{ Topic, ID, Token string }
 var (
 	// EnqueueRanked enqueues j into topic.
 	EnqueueRanked func(ctx context.Context, client any, topic string, j RankedJob) error
+	// ReserveJob leases job id of topic in any state but reserved, and returns it as a
+	// *delayq.Job; ErrNotFound when it does not exist or is reserved.
+	ReserveJob func(ctx context.Context, client any, topic, id string) (any, error)
 	// ReleaseRanked gives a lease back, the job due after delay with a new beanstalkd priority.
 	ReleaseRanked func(ctx context.Context, client any, l Lease, pri uint32, delay time.Duration) error
 	// BuryRanked sends a leased job to the dead letters with a new beanstalkd priority.

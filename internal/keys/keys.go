@@ -171,6 +171,12 @@ func (b Beanstalkd) Aliases() string { return b.prefix + "aliases" }
 // are stored under a topic named from their hash.
 func (b Beanstalkd) Tubes() string { return b.prefix + "tubes" }
 
+// Counts is a HASH of the counters beanstalkd reports that delayq's records do not keep:
+// "j:<id>:<name>" for a job (releases, buries, kicks, and the delay it was last put or released
+// with), "t:<topic>:<name>" for a tube (put,
+// delete, pause), and "put" for all. Topic names hold no ":".
+func (b Beanstalkd) Counts() string { return b.prefix + "counts" }
+
 // Call is a STRING that records the outcome of one call of the front end's id script for the
 // replay window, as Partition.Call does.
 func (b Beanstalkd) Call(id string) string { return b.prefix + "call:" + id }

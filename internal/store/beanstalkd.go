@@ -53,7 +53,7 @@ func (s *Store) BeanstalkdAlias(ctx context.Context, j BeanstalkdJob) (uint64, e
 
 func (s *Store) issue(ctx context.Context, job string) (uint64, error) {
 	b := s.beanstalkd()
-	c := script{keys: []string{b.IDs(), b.Jobs(), b.Aliases(), b.Call(NewCallID())}, args: []any{job}, records: true}
+	c := script{keys: []string{b.IDs(), b.Jobs(), b.Aliases(), b.Counts(), b.Call(NewCallID())}, args: []any{job}, records: true}
 	n, err := s.run(ctx, beanstalkdIssueScript, c).Uint64()
 	if err != nil {
 		return 0, fmt.Errorf("delayq: issuing a beanstalkd id: %w", err)
@@ -81,6 +81,8 @@ func (s *Store) ForgetBeanstalkdID(ctx context.Context, n uint64, j BeanstalkdJo
 	b := s.beanstalkd()
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, b.Jobs(), strconv.FormatUint(n, 10))
+		p.HDel(ctx, b.Counts(), BeanstalkdJobCounter(n, "releases"), BeanstalkdJobCounter(n, "buries"),
+			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"))
 		if j.ID != BeanstalkdJobID(n) {
 			p.HDel(ctx, b.Aliases(), j.indexed(0))
 		}
@@ -110,4 +112,68 @@ func (s *Store) SetBeanstalkdTube(ctx context.Context, topic, tube string) error
 		return fmt.Errorf("delayq: storing a tube name: %w", err)
 	}
 	return nil
+}
+
+// BeanstalkdJobCounter names counter name (releases, buries, kicks, and delay: the delay in
+// seconds it was last put or released with) of beanstalkd job n.
+func BeanstalkdJobCounter(n uint64, name string) string {
+	return "j:" + strconv.FormatUint(n, 10) + ":" + name
+}
+
+// BeanstalkdTubeCounter names counter name (put, delete, pause) of the tube stored as topic.
+func BeanstalkdTubeCounter(topic, name string) string { return "t:" + topic + ":" + name }
+
+// CountBeanstalkd adds 1 to a counter of the front end (BeanstalkdJobCounter,
+// BeanstalkdTubeCounter). Counters are statistics: a replay may count twice.
+func (s *Store) CountBeanstalkd(ctx context.Context, counter string) error {
+	if err := s.rdb.HIncrBy(ctx, s.beanstalkd().Counts(), counter, 1).Err(); err != nil {
+		return fmt.Errorf("delayq: counting %s: %w", counter, err)
+	}
+	return nil
+}
+
+// SetBeanstalkdCounter sets a counter of the front end to v.
+func (s *Store) SetBeanstalkdCounter(ctx context.Context, counter string, v uint64) error {
+	if err := s.rdb.HSet(ctx, s.beanstalkd().Counts(), counter, v).Err(); err != nil {
+		return fmt.Errorf("delayq: setting %s: %w", counter, err)
+	}
+	return nil
+}
+
+// BeanstalkdCounters reads counters of the front end; a missing one is 0.
+func (s *Store) BeanstalkdCounters(ctx context.Context, counters ...string) ([]uint64, error) {
+	vals, err := s.rdb.HMGet(ctx, s.beanstalkd().Counts(), counters...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("delayq: reading counters: %w", err)
+	}
+	out := make([]uint64, len(vals))
+	for i, v := range vals {
+		if str, ok := v.(string); ok {
+			out[i], _ = strconv.ParseUint(str, 10, 64)
+		}
+	}
+	return out, nil
+}
+
+// BeanstalkdPutCounter counts every put.
+const BeanstalkdPutCounter = "put"
+
+// UrgentReady counts the ready jobs of topic's partitions ranked by a beanstalkd priority
+// below 1024, which beanstalkd calls urgent (due jobs not yet moved to the ready set aside).
+func (s *Store) UrgentReady(ctx context.Context, topic string, partitions int) (uint64, error) {
+	cmds := make([]*redis.IntCmd, partitions)
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i := range cmds {
+			cmds[i] = p.ZCount(ctx, s.Partition(topic, i).Ready(), "0", "1023")
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delayq: counting urgent jobs: %w", err)
+	}
+	var n uint64
+	for _, c := range cmds {
+		n += uint64(c.Val())
+	}
+	return n, nil
 }

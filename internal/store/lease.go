@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delayq/delayq/internal/keys"
 )
 
@@ -243,4 +245,20 @@ func (s *Store) Peek(ctx context.Context, parts []keys.Partition, lane Lane, n, 
 		}
 	}
 	return out
+}
+
+var reserveJobScript = loadScript("reserve_job")
+
+// ReserveJob leases job id in any state but reserved, for its TTR, whatever the topic's pause
+// and limits (beanstalkd's reserve-job). A job that does not exist or is reserved is
+// ErrNotFound. Each call makes its own lease secret, so a replay answers the same lease.
+func (s *Store) ReserveJob(ctx context.Context, p keys.Partition, id string) (Record, error) {
+	v, err := s.run(ctx, reserveJobScript, write(p, NewCallID(), id, NewCallID())).Result()
+	if errors.Is(err, redis.Nil) {
+		return Record{}, ErrNotFound
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("delayq: reserve job: %w", err)
+	}
+	return parseRecord(v)
 }

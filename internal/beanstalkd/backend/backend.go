@@ -117,6 +117,9 @@ func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr t
 		_ = b.st.ForgetBeanstalkdID(context.WithoutCancel(ctx), n, store.BeanstalkdJob{Topic: topic, ID: store.BeanstalkdJobID(n)})
 		return 0, false, storeError(err)
 	}
+	if delay > 0 {
+		b.setDelay(ctx, n, delay)
+	}
 	return n, false, nil
 }
 
@@ -183,7 +186,7 @@ func (b *Backend) Delete(ctx context.Context, s proto.Session, n uint64) error {
 		if err := b.c.Ack(ctx, h.lease); err != nil {
 			return storeError(err)
 		}
-		_ = b.st.ForgetBeanstalkdID(ctx, n, h.job)
+		b.deleted(ctx, n, h.job)
 		return nil
 	}
 	ref, j, err := b.find(ctx, n)
@@ -206,8 +209,16 @@ func (b *Backend) Delete(ctx context.Context, s proto.Session, n uint64) error {
 			return storeError(err)
 		}
 	}
-	_ = b.st.ForgetBeanstalkdID(ctx, n, ref)
+	b.deleted(ctx, n, ref)
 	return nil
+}
+
+// deleted counts a delete in the job's tube and forgets its id.
+func (b *Backend) deleted(ctx context.Context, n uint64, j store.BeanstalkdJob) {
+	b.count(ctx, store.BeanstalkdTubeCounter(j.Topic, "delete"))
+	if err := b.st.ForgetBeanstalkdID(ctx, n, j); err != nil {
+		b.log.Warn("beanstalkd: forgetting a deleted job's id", "id", n, "err", err)
+	}
 }
 
 // Release implements proto.Backend.
@@ -217,7 +228,26 @@ func (b *Backend) Release(ctx context.Context, s proto.Session, n uint64, pri ui
 		return false, proto.ErrNotFound
 	}
 	b.drop(s, n)
-	return false, storeError(clienthooks.ReleaseRanked(ctx, b.c, lease(h), pri, delay))
+	if err := clienthooks.ReleaseRanked(ctx, b.c, lease(h), pri, delay); err != nil {
+		return false, storeError(err)
+	}
+	b.count(ctx, store.BeanstalkdJobCounter(n, "releases"))
+	b.setDelay(ctx, n, delay)
+	return false, nil
+}
+
+// setDelay keeps the delay job n was put or released with, which stats-job reports.
+func (b *Backend) setDelay(ctx context.Context, n uint64, delay time.Duration) {
+	if err := b.st.SetBeanstalkdCounter(ctx, store.BeanstalkdJobCounter(n, "delay"), uint64(delay/time.Second)); err != nil {
+		b.log.Warn("beanstalkd: keeping a job's delay", "id", n, "err", err)
+	}
+}
+
+// count adds to a counter of the stats documents; a failure only makes a statistic low.
+func (b *Backend) count(ctx context.Context, counter string) {
+	if err := b.st.CountBeanstalkd(ctx, counter); err != nil {
+		b.log.Warn("beanstalkd: counting", "counter", counter, "err", err)
+	}
 }
 
 // Bury implements proto.Backend.
@@ -227,7 +257,11 @@ func (b *Backend) Bury(ctx context.Context, s proto.Session, n uint64, pri uint3
 		return proto.ErrNotFound
 	}
 	b.drop(s, n)
-	return storeError(clienthooks.BuryRanked(ctx, b.c, lease(h), pri))
+	if err := clienthooks.BuryRanked(ctx, b.c, lease(h), pri); err != nil {
+		return storeError(err)
+	}
+	b.count(ctx, store.BeanstalkdJobCounter(n, "buries"))
+	return nil
 }
 
 func lease(h held) clienthooks.Lease {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/beanstalkd/proto"
+	"github.com/delayq/delayq/internal/clienthooks"
 )
 
 // waitStep bounds one long poll of the library's Reserve (its Limits.MaxWait is 60 s by
@@ -25,12 +26,17 @@ func (b *Backend) Reserve(ctx context.Context, s proto.Session, tubes []string, 
 	if timeout >= 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	for {
-		wait := waitStep
+	// A job ready now is taken whatever becomes of ctx: the server cancels it when the client
+	// closes its sending side, which ends a wait, not a reserve that needs none.
+	for first := true; ; first = false {
+		wait, tctx := waitStep, ctx
 		if timeout >= 0 {
 			wait = max(min(wait, time.Until(deadline)), 0)
 		}
-		j, err := b.take(ctx, topics, wait)
+		if first {
+			wait, tctx = 0, context.WithoutCancel(ctx)
+		}
+		j, err := b.take(tctx, topics, wait)
 		if err != nil {
 			return proto.Job{}, storeError(err)
 		}
@@ -45,6 +51,9 @@ func (b *Backend) Reserve(ctx context.Context, s proto.Session, tubes []string, 
 		}
 		if timeout >= 0 && !time.Now().Before(deadline) {
 			return proto.Job{}, proto.ErrTimedOut
+		}
+		if err := ctx.Err(); err != nil {
+			return proto.Job{}, err
 		}
 	}
 }
@@ -140,7 +149,18 @@ func (b *Backend) giveBack(j *delayq.Job) {
 	}
 }
 
-// ReserveJob implements proto.Backend.
+// ReserveJob implements proto.Backend: the job is reserved in any state but reserved, whatever
+// its tube's pause, as beanstalkd does.
 func (b *Backend) ReserveJob(ctx context.Context, s proto.Session, n uint64) (proto.Job, error) {
-	return proto.Job{}, proto.ErrNotFound
+	ref, err := b.st.BeanstalkdLookup(ctx, n)
+	if err != nil {
+		return proto.Job{}, storeError(err)
+	}
+	v, err := clienthooks.ReserveJob(ctx, b.c, ref.Topic, ref.ID)
+	if err != nil {
+		return proto.Job{}, storeError(err)
+	}
+	j := v.(*delayq.Job)
+	b.hold(s, n, j)
+	return b.protoJob(n, j), nil
 }

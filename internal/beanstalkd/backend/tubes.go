@@ -10,6 +10,8 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/beanstalkd/proto"
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
 )
 
 // maxBuriedScan bounds how many buried jobs of a tube kick and peek-buried read to find the
@@ -62,7 +64,13 @@ func (b *Backend) Kick(ctx context.Context, tube string, bound uint64) (uint64, 
 			ids[i] = j.ID
 		}
 		n, err := b.c.RequeueDead(ctx, topic, ids)
-		return uint64(n), err
+		if err != nil {
+			return 0, err
+		}
+		for _, j := range jobs {
+			b.kicked(ctx, j)
+		}
+		return uint64(n), nil
 	}
 	jobs, _, err := b.c.Jobs(ctx, topic, delayq.StateDelayed, min(limit, 1000), "")
 	if err != nil {
@@ -72,11 +80,19 @@ func (b *Backend) Kick(ctx context.Context, tube string, bound uint64) (uint64, 
 	for _, j := range jobs {
 		if _, err := b.c.Reschedule(ctx, topic, j.ID, 0); err == nil {
 			n++
+			b.kicked(ctx, j)
 		} else if !errors.Is(err, delayq.ErrNotFound) && !errors.Is(err, delayq.ErrWrongState) {
 			return n, err
 		}
 	}
 	return n, nil
+}
+
+// kicked counts a kick of job j.
+func (b *Backend) kicked(ctx context.Context, j *delayq.Job) {
+	if n, err := b.idOf(ctx, j); err == nil {
+		b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"))
+	}
 }
 
 // KickJob implements proto.Backend.
@@ -91,13 +107,47 @@ func (b *Backend) KickJob(ctx context.Context, n uint64) error {
 		if err == nil && k == 0 {
 			err = delayq.ErrNotFound
 		}
-		return storeError(err)
+		if err != nil {
+			return storeError(err)
+		}
+		b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"))
+		return nil
 	case delayq.StateDelayed:
-		_, err := b.c.Reschedule(ctx, ref.Topic, ref.ID, 0)
-		return storeError(err)
+		if _, err := b.c.Reschedule(ctx, ref.Topic, ref.ID, 0); err != nil {
+			return storeError(err)
+		}
+		b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"))
+		return nil
 	}
 	return proto.ErrNotFound
 }
+
+// promote moves the topic's due jobs to its ready set, as a reserve does first, so that the
+// ready set's head is the job a reserve would take and its counts are up to date. It also
+// fails the leases whose TTR has passed.
+func (b *Backend) promote(ctx context.Context, topic string) error {
+	n, err := b.st.TopicPartitions(ctx, topic)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	parts := make([]keys.Partition, n)
+	for i := range parts {
+		parts[i] = b.st.Partition(topic, i)
+	}
+	for _, p := range b.st.Peek(ctx, parts, store.LanePull, 1, promoteBulk) {
+		if p.Err != nil {
+			return p.Err
+		}
+	}
+	return nil
+}
+
+// promoteBulk bounds the jobs promote moves in a partition, as delayq's Config.BulkLimit does
+// a reserve's.
+const promoteBulk = 1000
 
 // PeekState implements proto.Backend.
 func (b *Backend) PeekState(ctx context.Context, tube, state string) (proto.Job, error) {
@@ -106,7 +156,9 @@ func (b *Backend) PeekState(ctx context.Context, tube, state string) (proto.Job,
 	var err error
 	switch state {
 	case "ready":
-		jobs, _, err = b.c.Jobs(ctx, topic, delayq.StateReady, 1, "")
+		if err = b.promote(ctx, topic); err == nil {
+			jobs, _, err = b.c.Jobs(ctx, topic, delayq.StateReady, 1, "")
+		}
 	case "delayed":
 		jobs, _, err = b.c.Jobs(ctx, topic, delayq.StateDelayed, 1, "")
 	case "buried":
@@ -140,8 +192,10 @@ func priOf(j *delayq.Job) uint32 {
 	return uint32(int64(math.MaxUint32/2+1) - int64(j.Priority))
 }
 
-// StatsJob implements proto.Backend. beanstalkd's per-job counters of timeouts, releases,
-// buries and kicks are not kept; reserves counts the finished attempts and the current one.
+// StatsJob implements proto.Backend. A job's releases, buries and kicks are counted by the
+// front end; its timeouts are its failed attempts less its buries, and its reserves those
+// attempts, its releases and the reserve it is in (a kick of a buried job starts its attempts
+// afresh, and these two with them).
 func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error) {
 	ref, j, err := b.find(ctx, n)
 	if err != nil {
@@ -151,11 +205,21 @@ func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error
 	if err != nil {
 		return proto.JobStats{}, err
 	}
-	now := time.Now()
+	c, err := b.st.BeanstalkdCounters(ctx, store.BeanstalkdJobCounter(n, "releases"),
+		store.BeanstalkdJobCounter(n, "buries"), store.BeanstalkdJobCounter(n, "kicks"),
+		store.BeanstalkdJobCounter(n, "delay"))
+	if err != nil {
+		return proto.JobStats{}, err
+	}
+	attempts := uint64(j.Attempts) // finished ones, and the current one of a reserved job
+	if j.State == delayq.StateReserved {
+		attempts--
+	}
 	s := proto.JobStats{
 		ID: n, Tube: tube, State: stateNames[j.State], Pri: priOf(j),
-		Age: now.Sub(j.CreatedAt), Delay: max(j.RunAt.Sub(j.CreatedAt), 0), TTR: j.TTR,
-		Reserves: uint64(j.Attempts),
+		Age: time.Since(j.CreatedAt), Delay: time.Duration(c[3]) * time.Second, TTR: j.TTR,
+		Reserves: attempts + c[0], Timeouts: attempts - min(c[1], attempts),
+		Releases: c[0], Buries: c[1], Kicks: c[2],
 	}
 	switch j.State {
 	case delayq.StateReserved:
@@ -180,19 +244,30 @@ func total(c proto.JobCounts) uint64 { return c.Ready + c.Reserved + c.Delayed +
 // StatsTube implements proto.Backend.
 func (b *Backend) StatsTube(ctx context.Context, tube string) (proto.TubeStats, error) {
 	topic := topicOf(tube)
+	if err := b.promote(ctx, topic); err != nil {
+		return proto.TubeStats{}, err
+	}
 	st, err := b.c.Stats(ctx, topic)
 	if err != nil {
 		return proto.TubeStats{}, storeError(err)
 	}
 	s := proto.TubeStats{Jobs: counts(*st)}
-	s.TotalJobs = total(s.Jobs)
+	if s.Jobs.Urgent, err = b.st.UrgentReady(ctx, topic, st.Partitions); err != nil {
+		return s, err
+	}
+	c, err := b.st.BeanstalkdCounters(ctx, store.BeanstalkdTubeCounter(topic, "put"),
+		store.BeanstalkdTubeCounter(topic, "delete"), store.BeanstalkdTubeCounter(topic, "pause"))
+	if err != nil {
+		return s, err
+	}
+	s.TotalJobs, s.CmdDelete, s.CmdPauseTube = c[0], c[1], c[2]
 	b.mu.Lock()
 	p, paused := b.pauses[topic]
 	b.mu.Unlock()
 	if paused {
 		s.Pause, s.PauseTimeLeft = p.length, max(time.Until(p.until), 0)
 	}
-	if s.TotalJobs == 0 && !paused {
+	if total(s.Jobs) == 0 && !paused {
 		return s, proto.ErrNotFound
 	}
 	return s, nil
@@ -207,12 +282,22 @@ func (b *Backend) Stats(ctx context.Context) (proto.StoreStats, error) {
 	var s proto.StoreStats
 	for _, t := range topics {
 		c := counts(t)
+		if c.Ready > 0 {
+			if c.Urgent, err = b.st.UrgentReady(ctx, t.Name, t.Partitions); err != nil {
+				return s, err
+			}
+		}
+		s.Jobs.Urgent += c.Urgent
 		s.Jobs.Ready += c.Ready
 		s.Jobs.Reserved += c.Reserved
 		s.Jobs.Delayed += c.Delayed
 		s.Jobs.Buried += c.Buried
 	}
-	s.TotalJobs = total(s.Jobs)
+	put, err := b.st.BeanstalkdCounters(ctx, store.BeanstalkdPutCounter)
+	if err != nil {
+		return s, err
+	}
+	s.TotalJobs = put[0]
 	return s, nil
 }
 
@@ -246,6 +331,7 @@ func (b *Backend) PauseTube(ctx context.Context, tube string, delay time.Duratio
 	if err := b.c.PauseTopic(ctx, topic); err != nil {
 		return storeError(err)
 	}
+	b.count(ctx, store.BeanstalkdTubeCounter(topic, "pause"))
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p, ok := b.pauses[topic]; ok {

@@ -55,8 +55,9 @@ type Backend interface {
 	PeekState(ctx context.Context, tube string, state string) (Job, error)
 	// StatsJob returns a job's statistics.
 	StatsJob(ctx context.Context, id uint64) (JobStats, error)
-	// StatsTube returns a tube's job counts; ErrNotFound for a tube that holds no job and is
-	// not paused (the server adds its own connection counts and tubes).
+	// StatsTube returns a tube's job counts and counters; ErrNotFound, with the counters, for a
+	// tube that holds no job and is not paused (the server adds its own connection counts, and
+	// answers for a tube without jobs that a connection uses or watches).
 	StatsTube(ctx context.Context, tube string) (TubeStats, error)
 	// Stats returns the job counts over all tubes.
 	Stats(ctx context.Context) (StoreStats, error)
