@@ -99,6 +99,35 @@ func (b *Backend) KickJob(ctx context.Context, n uint64) error {
 	return proto.ErrNotFound
 }
 
+// mostUrgent returns the ready job of topic that a reserve would take, or none. The ready list
+// shows jobs that are due but not yet moved to the ready set ahead of the others, in due-time
+// order, so the first entry is not necessarily the most urgent: up to maxBuriedScan entries
+// are read and ranked as a reserve ranks them.
+func (b *Backend) mostUrgent(ctx context.Context, topic string) ([]*delayq.Job, error) {
+	var best *delayq.Job
+	cursor := ""
+	for read := 0; read < maxBuriedScan; {
+		page, next, err := b.c.Jobs(ctx, topic, delayq.StateReady, 1000, cursor)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range page {
+			if best == nil || before(j, best) {
+				best = j
+			}
+		}
+		read += len(page)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if best == nil {
+		return nil, nil
+	}
+	return []*delayq.Job{best}, nil
+}
+
 // PeekState implements proto.Backend.
 func (b *Backend) PeekState(ctx context.Context, tube, state string) (proto.Job, error) {
 	topic := topicOf(tube)
@@ -106,7 +135,7 @@ func (b *Backend) PeekState(ctx context.Context, tube, state string) (proto.Job,
 	var err error
 	switch state {
 	case "ready":
-		jobs, _, err = b.c.Jobs(ctx, topic, delayq.StateReady, 1, "")
+		jobs, err = b.mostUrgent(ctx, topic)
 	case "delayed":
 		jobs, _, err = b.c.Jobs(ctx, topic, delayq.StateDelayed, 1, "")
 	case "buried":
@@ -141,7 +170,8 @@ func priOf(j *delayq.Job) uint32 {
 }
 
 // StatsJob implements proto.Backend. beanstalkd's per-job counters of timeouts, releases,
-// buries and kicks are not kept; reserves counts the finished attempts and the current one.
+// buries and kicks are not kept; reserves counts the job's deliveries (its attempts, the
+// current one included).
 func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error) {
 	ref, j, err := b.find(ctx, n)
 	if err != nil {
@@ -159,7 +189,6 @@ func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error
 	}
 	switch j.State {
 	case delayq.StateReserved:
-		s.Reserves++
 		s.TimeLeft = max(time.Until(j.LeaseDeadline), 0)
 	case delayq.StateDelayed:
 		s.TimeLeft = max(time.Until(j.RunAt), 0)
