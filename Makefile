@@ -32,14 +32,20 @@ ensure-postgres:
 ensure-beanstalkd:
 	@bash scripts/ensure-beanstalkd.sh
 
+# Node.js and npm (Debian's nodejs and npm packages): a test runs a Node.js beanstalkd client
+# against the beanstalkd front end (internal/beanstalkd/nodeclient).
+.PHONY: ensure-node
+ensure-node:
+	@bash scripts/ensure-node.sh
+
 # Chromium: the dashboard's browser tests drive it headless (internal/dashboard).
 ensure-chromium:
 	@bash scripts/ensure-chromium.sh
 
-test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd
+test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd
+test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 
 # The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over

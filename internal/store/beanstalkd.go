@@ -82,7 +82,7 @@ func (s *Store) ForgetBeanstalkdID(ctx context.Context, n uint64, j BeanstalkdJo
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, b.Jobs(), strconv.FormatUint(n, 10))
 		p.HDel(ctx, b.Counts(), BeanstalkdJobCounter(n, "releases"), BeanstalkdJobCounter(n, "buries"),
-			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"))
+			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"), BeanstalkdJobCounter(n, "attempts"))
 		if j.ID != BeanstalkdJobID(n) {
 			p.HDel(ctx, b.Aliases(), j.indexed(0))
 		}
@@ -114,8 +114,9 @@ func (s *Store) SetBeanstalkdTube(ctx context.Context, topic, tube string) error
 	return nil
 }
 
-// BeanstalkdJobCounter names counter name (releases, buries, kicks, and delay: the delay in
-// seconds it was last put or released with) of beanstalkd job n.
+// BeanstalkdJobCounter names counter name of beanstalkd job n: releases, buries, kicks; delay,
+// the delay in seconds it was last put or released with; attempts, the failed attempts it had
+// before kicks from the buried (a requeue of a dead job starts its attempts afresh).
 func BeanstalkdJobCounter(n uint64, name string) string {
 	return "j:" + strconv.FormatUint(n, 10) + ":" + name
 }
@@ -123,10 +124,10 @@ func BeanstalkdJobCounter(n uint64, name string) string {
 // BeanstalkdTubeCounter names counter name (put, delete, pause) of the tube stored as topic.
 func BeanstalkdTubeCounter(topic, name string) string { return "t:" + topic + ":" + name }
 
-// CountBeanstalkd adds 1 to a counter of the front end (BeanstalkdJobCounter,
+// CountBeanstalkd adds delta to a counter of the front end (BeanstalkdJobCounter,
 // BeanstalkdTubeCounter). Counters are statistics: a replay may count twice.
-func (s *Store) CountBeanstalkd(ctx context.Context, counter string) error {
-	if err := s.rdb.HIncrBy(ctx, s.beanstalkd().Counts(), counter, 1).Err(); err != nil {
+func (s *Store) CountBeanstalkd(ctx context.Context, counter string, delta int64) error {
+	if err := s.rdb.HIncrBy(ctx, s.beanstalkd().Counts(), counter, delta).Err(); err != nil {
 		return fmt.Errorf("delayq: counting %s: %w", counter, err)
 	}
 	return nil

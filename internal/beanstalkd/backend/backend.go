@@ -215,7 +215,7 @@ func (b *Backend) Delete(ctx context.Context, s proto.Session, n uint64) error {
 
 // deleted counts a delete in the job's tube and forgets its id.
 func (b *Backend) deleted(ctx context.Context, n uint64, j store.BeanstalkdJob) {
-	b.count(ctx, store.BeanstalkdTubeCounter(j.Topic, "delete"))
+	b.count(ctx, store.BeanstalkdTubeCounter(j.Topic, "delete"), 1)
 	if err := b.st.ForgetBeanstalkdID(ctx, n, j); err != nil {
 		b.log.Warn("beanstalkd: forgetting a deleted job's id", "id", n, "err", err)
 	}
@@ -231,7 +231,7 @@ func (b *Backend) Release(ctx context.Context, s proto.Session, n uint64, pri ui
 	if err := clienthooks.ReleaseRanked(ctx, b.c, lease(h), pri, delay); err != nil {
 		return false, storeError(err)
 	}
-	b.count(ctx, store.BeanstalkdJobCounter(n, "releases"))
+	b.count(ctx, store.BeanstalkdJobCounter(n, "releases"), 1)
 	b.setDelay(ctx, n, delay)
 	return false, nil
 }
@@ -244,8 +244,8 @@ func (b *Backend) setDelay(ctx context.Context, n uint64, delay time.Duration) {
 }
 
 // count adds to a counter of the stats documents; a failure only makes a statistic low.
-func (b *Backend) count(ctx context.Context, counter string) {
-	if err := b.st.CountBeanstalkd(ctx, counter); err != nil {
+func (b *Backend) count(ctx context.Context, counter string, delta int64) {
+	if err := b.st.CountBeanstalkd(ctx, counter, delta); err != nil {
 		b.log.Warn("beanstalkd: counting", "counter", counter, "err", err)
 	}
 }
@@ -260,7 +260,7 @@ func (b *Backend) Bury(ctx context.Context, s proto.Session, n uint64, pri uint3
 	if err := clienthooks.BuryRanked(ctx, b.c, lease(h), pri); err != nil {
 		return storeError(err)
 	}
-	b.count(ctx, store.BeanstalkdJobCounter(n, "buries"))
+	b.count(ctx, store.BeanstalkdJobCounter(n, "buries"), 1)
 	return nil
 }
 

@@ -88,10 +88,16 @@ func (b *Backend) Kick(ctx context.Context, tube string, bound uint64) (uint64, 
 	return n, nil
 }
 
-// kicked counts a kick of job j.
+// kicked counts a kick of job j, as it was before the kick; a buried job's failed attempts are
+// kept, as the requeue starts them afresh.
 func (b *Backend) kicked(ctx context.Context, j *delayq.Job) {
-	if n, err := b.idOf(ctx, j); err == nil {
-		b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"))
+	n, err := b.idOf(ctx, j)
+	if err != nil {
+		return
+	}
+	b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"), 1)
+	if j.State == delayq.StateDead && j.Attempts > 0 {
+		b.count(ctx, store.BeanstalkdJobCounter(n, "attempts"), int64(j.Attempts))
 	}
 }
 
@@ -110,13 +116,13 @@ func (b *Backend) KickJob(ctx context.Context, n uint64) error {
 		if err != nil {
 			return storeError(err)
 		}
-		b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"))
+		b.kicked(ctx, j)
 		return nil
 	case delayq.StateDelayed:
 		if _, err := b.c.Reschedule(ctx, ref.Topic, ref.ID, 0); err != nil {
 			return storeError(err)
 		}
-		b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"))
+		b.kicked(ctx, j)
 		return nil
 	}
 	return proto.ErrNotFound
@@ -193,9 +199,9 @@ func priOf(j *delayq.Job) uint32 {
 }
 
 // StatsJob implements proto.Backend. A job's releases, buries and kicks are counted by the
-// front end; its timeouts are its failed attempts less its buries, and its reserves those
-// attempts, its releases and the reserve it is in (a kick of a buried job starts its attempts
-// afresh, and these two with them).
+// front end; its timeouts are its failed attempts (those before kicks from the buried kept
+// aside) less its buries, and its reserves those attempts, its releases and the reserve it is
+// in.
 func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error) {
 	ref, j, err := b.find(ctx, n)
 	if err != nil {
@@ -207,11 +213,11 @@ func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error
 	}
 	c, err := b.st.BeanstalkdCounters(ctx, store.BeanstalkdJobCounter(n, "releases"),
 		store.BeanstalkdJobCounter(n, "buries"), store.BeanstalkdJobCounter(n, "kicks"),
-		store.BeanstalkdJobCounter(n, "delay"))
+		store.BeanstalkdJobCounter(n, "delay"), store.BeanstalkdJobCounter(n, "attempts"))
 	if err != nil {
 		return proto.JobStats{}, err
 	}
-	attempts := uint64(j.Attempts) // finished ones, and the current one of a reserved job
+	attempts := uint64(j.Attempts) + c[4] // finished ones, and the current one of a reserved job
 	if j.State == delayq.StateReserved {
 		attempts--
 	}
@@ -331,7 +337,7 @@ func (b *Backend) PauseTube(ctx context.Context, tube string, delay time.Duratio
 	if err := b.c.PauseTopic(ctx, topic); err != nil {
 		return storeError(err)
 	}
-	b.count(ctx, store.BeanstalkdTubeCounter(topic, "pause"))
+	b.count(ctx, store.BeanstalkdTubeCounter(topic, "pause"), 1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if p, ok := b.pauses[topic]; ok {
