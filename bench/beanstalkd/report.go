@@ -66,8 +66,8 @@ func (r *report) markdown() string {
 		names[i] = c.name
 	}
 	w("## beanstalkd protocol: delayq against beanstalkd\n\n")
-	w("`delayq server --beanstalkd-listen` and the real beanstalkd, side by side in one run, through the same client ([go-beanstalk](https://github.com/beanstalkd/go-beanstalk) %s): each scenario puts %d jobs of %d bytes (priority 1024, no delay, TTR 60 s) with C connections, then reserves and deletes them all with C connections; each connection is a goroutine with a go-beanstalk `Conn` of its own and sends one command at a time. Each figure is the **median (min–max) of %d runs**; the order of the servers rotates from run to run. delayq / beanstalkd divides the medians: 100 %% means as fast.\n\n",
-		moduleVersion("github.com/beanstalkd/go-beanstalk"), o.jobs, bodySize, o.runs)
+	w("`delayq server --beanstalkd-listen` and the real beanstalkd, side by side in one run, through the same client ([go-beanstalk](https://github.com/beanstalkd/go-beanstalk) %s): each scenario puts %s jobs of %d bytes (priority 1024, no delay, TTR 60 s) with C connections, then reserves and deletes them all with C connections; each connection is a goroutine with a go-beanstalk `Conn` of its own and sends one command at a time. Each figure is the **median (min–max) of %d runs**; the order of the servers rotates from run to run. delayq / beanstalkd divides the medians: 100 %% means as fast.\n\n",
+		moduleVersion("github.com/beanstalkd/go-beanstalk"), num(float64(o.jobs)), bodySize, o.runs)
 	w("```sh\nmake bench-beanstalkd\n```\n\n")
 	w("runs `go run ./bench/beanstalkd -n %d -runs %d -write BENCHMARKS.md`, which builds `./cmd/delayq`, starts every server itself on free loopback ports with fresh directories (each server warms up on 2,000 jobs with 50 connections first), prints this section and rewrites it here.\n\n", o.jobs, o.runs)
 	w("- Machine: %s, linux/%s, Linux %s; the client runs on the same machine as the servers, so all three share its cores\n", machine(), runtime.GOARCH, readTrim("/proc/sys/kernel/osrelease"))
@@ -296,7 +296,7 @@ func delayqVersion() string {
 		return "(commit unknown)"
 	}
 	v := strings.TrimSpace(string(out))
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
 		v += " (with uncommitted changes)"
 	}
 	return v
