@@ -119,3 +119,9 @@ bench-peers: ensure-redis
 script-cost: ensure-redis
 	@command -v valgrind >/dev/null || bash scripts/ensure-debian-packages.sh script-cost "install valgrind" valgrind -- valgrind
 	$(GO) run ./bench/scriptcost
+
+# delayq's beanstalkd front end against the real beanstalkd (binlog on), both durable, through
+# the same client; prints a markdown report and rewrites its section of BENCHMARKS.md.
+.PHONY: bench-beanstalkd
+bench-beanstalkd: ensure-redis ensure-beanstalkd
+	$(GO) run ./bench/beanstalkd -n 20000 -runs 3 -write BENCHMARKS.md

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -146,12 +147,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	md := renderMarkdown(rep, filepath.ToSlash(rel), string(analysis))
+	md := renderMarkdown(rep, filepath.ToSlash(rel), string(analysis)) + keptSection(o.out)
 	if err := os.WriteFile(o.out, []byte(md), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %s and the charts in %s\n", o.out, chartDir)
 	return nil
+}
+
+// keptSection returns the section that make bench-beanstalkd writes at the end of the report
+// (between its marker comments) as the report at path holds it, so that rewriting the report
+// keeps it; "" when there is none.
+func keptSection(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i, j := strings.Index(s, "<!-- bench-beanstalkd:begin -->"), strings.Index(s, "<!-- bench-beanstalkd:end -->")
+	if i < 0 || j < i {
+		return ""
+	}
+	return "\n" + s[i:j] + "<!-- bench-beanstalkd:end -->\n"
 }
 
 // findRoot walks up from the working directory to the repository holding bench/peers.
