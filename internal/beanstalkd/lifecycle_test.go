@@ -54,3 +54,19 @@ func TestJobLifecycleMatchesBeanstalkd(t *testing.T) {
 		t.Errorf("beanstalkd:\n%s\nours:\n%s", want, got)
 	}
 }
+
+// TestKickTakesTheFirstBuriedFirst: jobs buried in the same millisecond are kicked, and
+// peeked, in the order they were buried, not in id order.
+func TestKickTakesTheFirstBuriedFirst(t *testing.T) {
+	s := startServers(t, newDelayqBackend(t))
+	stream := strings.Join([]string{
+		"put 0 0 10 1", "x", "put 0 0 10 1", "y", "put 0 0 10 1", "z",
+		"reserve-with-timeout 0", "reserve-with-timeout 0", "reserve-with-timeout 0",
+		"bury 3 0", "bury 1 0", "bury 2 0",
+		"peek-buried", "kick 1", "peek-buried", "kick 1", "peek-buried",
+	}, "\r\n") + "\r\n"
+	want := converse(t, s.real, []byte(stream))
+	if got := converse(t, s.ours, []byte(stream)); got != want {
+		t.Errorf("beanstalkd:\n%s\nours:\n%s", want, got)
+	}
+}

@@ -12,7 +12,10 @@ import (
 	"github.com/delayq/delayq/internal/keys"
 )
 
-var beanstalkdIssueScript = loadScript("beanstalkd_issue")
+var (
+	beanstalkdIssueScript  = loadScript("beanstalkd_issue")
+	beanstalkdBuriedScript = loadScript("beanstalkd_buried")
+)
 
 // BeanstalkdJob is the job a beanstalkd id names: its topic and delayq id.
 type BeanstalkdJob struct {
@@ -82,7 +85,8 @@ func (s *Store) ForgetBeanstalkdID(ctx context.Context, n uint64, j BeanstalkdJo
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		p.HDel(ctx, b.Jobs(), strconv.FormatUint(n, 10))
 		p.HDel(ctx, b.Counts(), BeanstalkdJobCounter(n, "releases"), BeanstalkdJobCounter(n, "buries"),
-			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"), BeanstalkdJobCounter(n, "attempts"))
+			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"), BeanstalkdJobCounter(n, "attempts"),
+			BeanstalkdJobCounter(n, "burial"))
 		if j.ID != BeanstalkdJobID(n) {
 			p.HDel(ctx, b.Aliases(), j.indexed(0))
 		}
@@ -116,7 +120,8 @@ func (s *Store) SetBeanstalkdTube(ctx context.Context, topic, tube string) error
 
 // BeanstalkdJobCounter names counter name of beanstalkd job n: releases, buries, kicks; delay,
 // the delay in seconds it was last put or released with; attempts, the failed attempts it had
-// before kicks from the buried (a requeue of a dead job starts its attempts afresh).
+// before kicks from the buried (a requeue of a dead job starts its attempts afresh); burial,
+// the order of its last burial among all (NoteBurial).
 func BeanstalkdJobCounter(n uint64, name string) string {
 	return "j:" + strconv.FormatUint(n, 10) + ":" + name
 }
@@ -177,4 +182,15 @@ func (s *Store) UrgentReady(ctx context.Context, topic string, partitions int) (
 		n += uint64(c.Val())
 	}
 	return n, nil
+}
+
+// NoteBurial notes that beanstalkd job n was just buried: its burial counter gets the next
+// number, so that jobs buried in the same millisecond are kicked in the order they were
+// buried.
+func (s *Store) NoteBurial(ctx context.Context, n uint64) error {
+	c := script{keys: []string{s.beanstalkd().Counts()}, args: []any{BeanstalkdJobCounter(n, "burial")}}
+	if err := s.run(ctx, beanstalkdBuriedScript, c).Err(); err != nil {
+		return fmt.Errorf("delayq: noting a burial: %w", err)
+	}
+	return nil
 }

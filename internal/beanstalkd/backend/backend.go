@@ -126,12 +126,20 @@ func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr t
 // idOf returns the beanstalkd id of a job: the one it was put with, or an alias issued the
 // first time a beanstalkd client meets a job enqueued elsewhere.
 func (b *Backend) idOf(ctx context.Context, j *delayq.Job) (uint64, error) {
-	if j.BeanstalkdPriority != nil && len(j.ID) == store.BeanstalkdIDWidth {
-		if n, err := strconv.ParseUint(j.ID, 10, 64); err == nil {
-			return n, nil
-		}
+	if n, ok := nativeID(j); ok {
+		return n, nil
 	}
 	return b.st.BeanstalkdAlias(ctx, store.BeanstalkdJob{Topic: j.Topic, ID: j.ID})
+}
+
+// nativeID returns the beanstalkd id of a job put through the front end: its delayq id is the
+// id in fixed width, and it has a beanstalkd priority.
+func nativeID(j *delayq.Job) (uint64, bool) {
+	if j.BeanstalkdPriority == nil || len(j.ID) != store.BeanstalkdIDWidth {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(j.ID, 10, 64)
+	return n, err == nil
 }
 
 // find returns the job beanstalkd id n names, in its current state.
@@ -261,6 +269,9 @@ func (b *Backend) Bury(ctx context.Context, s proto.Session, n uint64, pri uint3
 		return storeError(err)
 	}
 	b.count(ctx, store.BeanstalkdJobCounter(n, "buries"), 1)
+	if err := b.st.NoteBurial(ctx, n); err != nil {
+		b.log.Warn("beanstalkd: noting a burial: kick may take it out of order", "id", n, "err", err)
+	}
 	return nil
 }
 

@@ -33,8 +33,27 @@ func (b *Backend) buriedFirst(ctx context.Context, topic string, limit int) ([]*
 		}
 		cursor = next
 	}
+	// Within a millisecond, the order of burial the front end noted; jobs buried otherwise
+	// (out of retries, by another client) have none and go by id.
+	fields := make([]string, len(all))
+	for i, j := range all {
+		fields[i] = "-"
+		if n, ok := nativeID(j); ok {
+			fields[i] = store.BeanstalkdJobCounter(n, "burial")
+		}
+	}
+	order := map[*delayq.Job]uint64{}
+	if len(fields) > 0 {
+		seq, err := b.st.BeanstalkdCounters(ctx, fields...)
+		if err != nil {
+			return nil, err
+		}
+		for i, j := range all {
+			order[j] = seq[i]
+		}
+	}
 	slices.SortStableFunc(all, func(x, y *delayq.Job) int {
-		return cmp.Or(x.DiedAt.Compare(y.DiedAt), cmp.Compare(x.ID, y.ID))
+		return cmp.Or(x.DiedAt.Compare(y.DiedAt), cmp.Compare(order[x], order[y]), cmp.Compare(x.ID, y.ID))
 	})
 	return all[:min(limit, len(all))], nil
 }
