@@ -12,6 +12,16 @@ import (
 	"github.com/delayq/delayq/internal/beanstalkd/proto"
 )
 
+// eachBackend runs test on the in-memory Backend and on delayq's, each in a subtest.
+func eachBackend(t *testing.T, test func(t *testing.T, newBackend func() proto.Backend)) {
+	t.Run("memory", func(t *testing.T) {
+		test(t, func() proto.Backend { return newMemBackend() })
+	})
+	t.Run("delayq", func(t *testing.T) {
+		test(t, func() proto.Backend { return newDelayqBackend(t) })
+	})
+}
+
 // newDelayqBackend returns the delayq Backend on a Client of a redis-server of its own.
 func newDelayqBackend(t *testing.T) *backend.Backend {
 	t.Helper()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/delayq/delayq/internal/beanstalkd/proto"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -15,7 +16,11 @@ import (
 // depend on stored jobs to a real beanstalkd and to the server, and wants the same bytes back
 // (job ids aside). Every stream gets a connection of its own.
 func TestRepliesMatchBeanstalkd(t *testing.T) {
-	s := startServers(t, newMemBackend())
+	eachBackend(t, testRepliesMatchBeanstalkd)
+}
+
+func testRepliesMatchBeanstalkd(t *testing.T, newBackend func() proto.Backend) {
+	s := startServers(t, newBackend())
 	long200 := strings.Repeat("t", 200)
 	cases := map[string][]string{
 		"unknown": {"\r\n", "hello\r\n", "PUT 0 0 1 1\r\n", "peek\r\n", "use\r\n", "put\r\n",
@@ -69,7 +74,7 @@ func TestRepliesMatchBeanstalkd(t *testing.T) {
 	}
 	// Streams whose reserves read stored jobs, each in a tube of its own, on servers of their
 	// own: the tubes they leave would show in the list-tubes above.
-	jobs := startServers(t, newMemBackend())
+	jobs := startServers(t, newBackend())
 	for _, stream := range []string{alone("r1", "reserve-with-timeout -1\r\n"), alone("r2", "reserve-with-timeout x\r\n"),
 		alone("r3", "reserve-with-timeout 1.5\r\n"), alone("r4", "reserve-with-timeout 4294967296\r\n"),
 		alone("s1", "peek-ready 1\r\nreserve-with-timeout 0\r\nreserve-with-timeout 0\r\ntouch 1\r\n")} {
@@ -87,7 +92,11 @@ func alone(tube, cmds string) string {
 // list-tubes shows them in beanstalkd's order as connections come and go, and stats-tube
 // counts the connections using, watching and waiting on a tube without jobs.
 func TestTubesOfConnectionsMatchBeanstalkd(t *testing.T) {
-	s := startServers(t, newMemBackend())
+	eachBackend(t, testTubesOfConnectionsMatchBeanstalkd)
+}
+
+func testTubesOfConnectionsMatchBeanstalkd(t *testing.T, newBackend func() proto.Backend) {
+	s := startServers(t, newBackend())
 	var got [2][]string
 	for i, addr := range []string{s.real, s.ours} {
 		holders := []*client{dial(t, addr), dial(t, addr), dial(t, addr)}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/delayq/delayq/internal/beanstalkd/proto"
 )
 
 // propertyStreams and propertyLines bound the random test: streams of up to this many lines.
@@ -27,10 +29,12 @@ func TestRandomStreamsMatchBeanstalkd(t *testing.T) {
 	}
 	t.Logf("seed %d (set BEANSTALKD_PROPERTY_SEED to repeat)", seed)
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	s := startServers(t, newMemBackend())
-	for i := 0; i < propertyStreams && !t.Failed(); i++ {
-		s.compare(t, randomStream(rng))
-	}
+	eachBackend(t, func(t *testing.T, newBackend func() proto.Backend) {
+		s := startServers(t, newBackend())
+		for i := 0; i < propertyStreams && !t.Failed(); i++ {
+			s.compare(t, randomStream(rng))
+		}
+	})
 }
 
 // randomStream returns 1 to propertyLines lines of the grammar, now and then ending in quit.
