@@ -21,6 +21,8 @@ type conn struct {
 	used    string   // the tube put stores into
 	watched []string // the tubes reserve takes from, in beanstalkd's order
 	held    deadlines
+	// producer and worker: the connection has put a job, or reserved (or tried to).
+	producer, worker bool
 }
 
 // serve reads and answers commands until the client quits or goes away.
@@ -67,6 +69,12 @@ func (c *conn) close() {
 	}
 	c.nc.Close()
 	c.srv.forget(c)
+	if c.producer {
+		c.srv.conns.producers.Add(-1)
+	}
+	if c.worker {
+		c.srv.conns.workers.Add(-1)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), disconnectTimeout)
 	defer cancel()
 	if err := c.srv.cfg.Backend.Disconnect(ctx, c.session); err != nil {

@@ -85,6 +85,13 @@ func (c *conn) replyJob(j proto.Job, err error, reply func(uint64, []byte)) erro
 }
 
 func (c *conn) put(ctx context.Context, cmd proto.Put) error {
+	if !c.producer {
+		c.producer = true
+		c.srv.conns.producers.Add(1)
+	}
+	if c.srv.draining.Load() {
+		return proto.ErrDraining
+	}
 	ttr := max(cmd.TTR, minTTR)
 	id, buried, err := c.srv.cfg.Backend.Put(ctx, c.used, cmd.Pri, cmd.Delay, ttr, cmd.Body)
 	if err != nil {
@@ -103,6 +110,12 @@ func (c *conn) put(ctx context.Context, cmd proto.Put) error {
 // beanstalkd does. A second before a job the connection holds would time out, the wait ends
 // with DEADLINE_SOON; if that moment has come already, only a job ready now is taken.
 func (c *conn) reserve(ctx context.Context, timeout time.Duration) error {
+	if !c.worker {
+		c.worker = true
+		c.srv.conns.workers.Add(1)
+	}
+	c.srv.conns.waiting.Add(1)
+	defer c.srv.conns.waiting.Add(-1)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	if soon, ok := c.held.soon(time.Now()); ok {

@@ -6,6 +6,8 @@ package beanstalkd
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,9 +41,18 @@ type Server struct {
 	slots    chan struct{} // one per connection being served
 	tubes    *tubeRefs
 	counts   *counters
+	conns    connCounts
+	started  time.Time
+	id       string // random, for the stats document
+	draining atomic.Bool
 
-	mu    sync.Mutex
-	conns map[*conn]struct{}
+	mu   sync.Mutex
+	open map[*conn]struct{}
+}
+
+// connCounts are the connection figures of the stats document.
+type connCounts struct {
+	current, total, producers, workers, waiting atomic.Int64
 }
 
 // New validates cfg and returns a Server.
@@ -61,12 +72,16 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
 	return &Server{
-		cfg:    cfg,
-		slots:  make(chan struct{}, cfg.MaxConns),
-		tubes:  newTubeRefs(),
-		counts: newCounters(),
-		conns:  map[*conn]struct{}{},
+		cfg:     cfg,
+		slots:   make(chan struct{}, cfg.MaxConns),
+		tubes:   newTubeRefs(),
+		counts:  newCounters(),
+		started: time.Now(),
+		id:      hex.EncodeToString(id[:]),
+		open:    map[*conn]struct{}{},
 	}, nil
 }
 
@@ -117,6 +132,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 }
 
+// Drain makes the server refuse new jobs (put answers DRAINING, and stats says draining: true)
+// while it goes on serving everything else, as beanstalkd does on SIGUSR1: for a shutdown.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 // newConn registers a connection so that Serve can close it on the way out.
 func (s *Server) newConn(nc net.Conn) *conn {
 	c := &conn{
@@ -127,21 +146,24 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		w:       proto.NewWriter(nc),
 	}
 	s.mu.Lock()
-	s.conns[c] = struct{}{}
+	s.open[c] = struct{}{}
 	s.mu.Unlock()
+	s.conns.current.Add(1)
+	s.conns.total.Add(1)
 	return c
 }
 
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
-	delete(s.conns, c)
+	delete(s.open, c)
 	s.mu.Unlock()
+	s.conns.current.Add(-1)
 }
 
 func (s *Server) closeAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for c := range s.conns {
+	for c := range s.open {
 		c.nc.Close()
 	}
 }

@@ -41,20 +41,20 @@ func (b *beanstalkdConfig) validate(fail func(string, ...any)) {
 }
 
 // startBeanstalkd listens on the beanstalkd address and serves it until the returned stop is
-// called; without an address it does nothing.
-func startBeanstalkd(cfg beanstalkdConfig, dq *delayq.Client, log *slog.Logger) (func(), error) {
+// called; drain makes it refuse new jobs, for a shutdown. Without an address it does nothing.
+func startBeanstalkd(cfg beanstalkdConfig, dq *delayq.Client, log *slog.Logger) (drain, stop func(), err error) {
 	if cfg.listen == "" {
-		return func() {}, nil
+		return func() {}, func() {}, nil
 	}
 	srv, err := beanstalkd.New(beanstalkd.Config{
 		Backend: backend.New(dq, log), MaxConns: cfg.maxConns, MaxJobSize: cfg.maxJobSize, Logger: log,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return nil, fmt.Errorf("--beanstalkd-listen %s: %w", cfg.listen, err)
+		return nil, nil, fmt.Errorf("--beanstalkd-listen %s: %w", cfg.listen, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -65,7 +65,7 @@ func startBeanstalkd(cfg beanstalkdConfig, dq *delayq.Client, log *slog.Logger) 
 		}
 	}()
 	log.Info("beanstalkd protocol on "+ln.Addr().String(), "addr", ln.Addr().String())
-	return func() {
+	return srv.Drain, func() {
 		cancel()
 		<-done
 	}, nil

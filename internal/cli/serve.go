@@ -86,7 +86,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		started.add(stop)
 	}
 
-	stopBeanstalkd, err := startBeanstalkd(cfg.beanstalkd, dq, log)
+	drainBeanstalkd, stopBeanstalkd, err := startBeanstalkd(cfg.beanstalkd, dq, log)
 	if err != nil {
 		return err
 	}
@@ -113,6 +113,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	}
 
 	log.Info("shutting down", "timeout", cfg.shutdownTimeout)
+	drainBeanstalkd()
 	sctx, cancel := context.WithTimeout(bg, cfg.shutdownTimeout)
 	defer cancel()
 	shutdown(sctx, srv, tracked, cancelBase, stopPush, log)
