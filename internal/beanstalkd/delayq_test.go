@@ -23,7 +23,7 @@ func eachBackend(t *testing.T, test func(t *testing.T, newBackend func() proto.B
 }
 
 // newDelayqBackend returns the delayq Backend on a Client of a redis-server of its own.
-func newDelayqBackend(t *testing.T) *backend.Backend {
+func newDelayqBackend(t testing.TB) *backend.Backend {
 	t.Helper()
 	return backend.New(delayqtest.NewClient(t, delayq.Config{}), slog.New(slog.DiscardHandler))
 }

@@ -29,7 +29,7 @@ func startServers(t *testing.T, b proto.Backend) servers {
 }
 
 // startServer serves cfg on a free loopback port until the test ends.
-func startServer(t *testing.T, cfg Config) string {
+func startServer(t testing.TB, cfg Config) string {
 	t.Helper()
 	srv, err := New(cfg)
 	if err != nil {

@@ -81,8 +81,21 @@ func (s *Store) BeanstalkdLookup(ctx context.Context, n uint64) (BeanstalkdJob, 
 
 // ForgetBeanstalkdID drops beanstalkd id n, which names j, from the index: the job is gone.
 func (s *Store) ForgetBeanstalkdID(ctx context.Context, n uint64, j BeanstalkdJob) error {
+	return s.forgetBeanstalkdID(ctx, n, j, false)
+}
+
+// BeanstalkdDeleted forgets beanstalkd id n, which names j, and counts a delete in its tube,
+// in one round trip: a beanstalkd client deleted the job.
+func (s *Store) BeanstalkdDeleted(ctx context.Context, n uint64, j BeanstalkdJob) error {
+	return s.forgetBeanstalkdID(ctx, n, j, true)
+}
+
+func (s *Store) forgetBeanstalkdID(ctx context.Context, n uint64, j BeanstalkdJob, deleted bool) error {
 	b := s.beanstalkd()
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		if deleted {
+			p.HIncrBy(ctx, b.Counts(), BeanstalkdTubeCounter(j.Topic, "delete"), 1)
+		}
 		p.HDel(ctx, b.Jobs(), strconv.FormatUint(n, 10))
 		p.HDel(ctx, b.Counts(), BeanstalkdJobCounter(n, "releases"), BeanstalkdJobCounter(n, "buries"),
 			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"), BeanstalkdJobCounter(n, "attempts"),

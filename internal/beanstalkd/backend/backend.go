@@ -223,8 +223,7 @@ func (b *Backend) Delete(ctx context.Context, s proto.Session, n uint64) error {
 
 // deleted counts a delete in the job's tube and forgets its id.
 func (b *Backend) deleted(ctx context.Context, n uint64, j store.BeanstalkdJob) {
-	b.count(ctx, store.BeanstalkdTubeCounter(j.Topic, "delete"), 1)
-	if err := b.st.ForgetBeanstalkdID(ctx, n, j); err != nil {
+	if err := b.st.BeanstalkdDeleted(ctx, n, j); err != nil {
 		b.log.Warn("beanstalkd: forgetting a deleted job's id", "id", n, "err", err)
 	}
 }
