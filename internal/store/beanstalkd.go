@@ -14,6 +14,7 @@ import (
 
 var (
 	beanstalkdIssueScript  = loadScript("beanstalkd_issue")
+	beanstalkdAliasScript  = loadScript("beanstalkd_alias")
 	beanstalkdBuriedScript = loadScript("beanstalkd_buried")
 )
 
@@ -42,22 +43,29 @@ func (j BeanstalkdJob) indexed(n uint64) string {
 
 func (s *Store) beanstalkd() keys.Beanstalkd { return keys.BeanstalkdFor(s.ns) }
 
-// IssueBeanstalkdID issues the id of a job the front end is about to put into topic, whose
-// delayq id is then BeanstalkdJobID of it, and indexes it. A replay answers the same id.
-func (s *Store) IssueBeanstalkdID(ctx context.Context, topic string) (uint64, error) {
-	return s.issue(ctx, topic)
+// IssueBeanstalkdIDs issues the ids of jobs the front end is about to put, one per topic
+// given, in order, and indexes them: the first id is returned, the others follow it. The delayq
+// id of each job is then BeanstalkdJobID of its id. A replay answers the same ids.
+func (s *Store) IssueBeanstalkdIDs(ctx context.Context, topics []string) (uint64, error) {
+	b := s.beanstalkd()
+	args := make([]any, len(topics))
+	for i, t := range topics {
+		args[i] = t
+	}
+	c := script{keys: []string{b.IDs(), b.Jobs(), b.Counts(), b.Call(NewCallID())}, args: args, records: true}
+	n, err := s.run(ctx, beanstalkdIssueScript, c).Uint64()
+	if err != nil {
+		return 0, fmt.Errorf("delayq: issuing beanstalkd ids: %w", err)
+	}
+	return n, nil
 }
 
 // BeanstalkdAlias returns the beanstalkd id of job j, enqueued elsewhere: the one issued when a
 // beanstalkd client first met it, or a new one.
 func (s *Store) BeanstalkdAlias(ctx context.Context, j BeanstalkdJob) (uint64, error) {
-	return s.issue(ctx, j.indexed(0))
-}
-
-func (s *Store) issue(ctx context.Context, job string) (uint64, error) {
 	b := s.beanstalkd()
-	c := script{keys: []string{b.IDs(), b.Jobs(), b.Aliases(), b.Counts(), b.Call(NewCallID())}, args: []any{job}, records: true}
-	n, err := s.run(ctx, beanstalkdIssueScript, c).Uint64()
+	c := script{keys: []string{b.IDs(), b.Jobs(), b.Aliases()}, args: []any{j.indexed(0)}}
+	n, err := s.run(ctx, beanstalkdAliasScript, c).Uint64()
 	if err != nil {
 		return 0, fmt.Errorf("delayq: issuing a beanstalkd id: %w", err)
 	}

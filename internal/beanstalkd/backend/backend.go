@@ -19,14 +19,16 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/beanstalkd/proto"
 	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/coalesce"
 	"github.com/delayq/delayq/internal/store"
 )
 
 // Backend carries out beanstalkd commands on a delayq.Client.
 type Backend struct {
-	c   *delayq.Client
-	st  *store.Store
-	log *slog.Logger
+	c      *delayq.Client
+	st     *store.Store
+	log    *slog.Logger
+	issuer *coalesce.Coalescer[string, issued] // the ids of puts, by topic
 
 	mu       sync.Mutex
 	sessions map[proto.Session]map[uint64]held // the jobs each connection holds
@@ -51,11 +53,32 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Backend{
+	b := &Backend{
 		c: c, st: clienthooks.Store(c), log: log,
 		sessions: map[proto.Session]map[uint64]held{},
 		pauses:   map[string]pause{},
 	}
+	b.issuer = coalesce.New(maxIssue, 1, b.issue)
+	return b
+}
+
+// maxIssue bounds the ids one call issues.
+const maxIssue = 1000
+
+// issued is an id issued for a put, or why none was.
+type issued struct {
+	n   uint64
+	err error
+}
+
+// issue issues the ids of concurrent puts in one call: consecutive, in the order of topics.
+func (b *Backend) issue(ctx context.Context, topics []string) []issued {
+	first, err := b.st.IssueBeanstalkdIDs(ctx, topics)
+	out := make([]issued, len(topics))
+	for i := range out {
+		out[i] = issued{n: first + uint64(i), err: err}
+	}
+	return out
 }
 
 // topicOf returns the topic of a tube: the tube's own name when it is a valid topic name, else
@@ -106,11 +129,15 @@ func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr t
 			return 0, false, storeError(err)
 		}
 	}
-	n, err := b.st.IssueBeanstalkdID(ctx, topic)
-	if err != nil {
-		return 0, false, storeError(err)
+	id, ok := b.issuer.Do(ctx, topic)
+	if !ok {
+		return 0, false, ctx.Err()
 	}
-	err = clienthooks.EnqueueRanked(ctx, b.c, topic, clienthooks.RankedJob{
+	if id.err != nil {
+		return 0, false, storeError(id.err)
+	}
+	n := id.n
+	err := clienthooks.EnqueueRanked(ctx, b.c, topic, clienthooks.RankedJob{
 		ID: store.BeanstalkdJobID(n), Body: body, Pri: pri, Delay: delay, TTR: ttr,
 	})
 	if err != nil {
