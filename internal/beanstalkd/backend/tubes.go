@@ -91,17 +91,27 @@ func (b *Backend) Kick(ctx context.Context, tube string, bound uint64) (uint64, 
 		}
 		return uint64(n), nil
 	}
-	jobs, _, err := b.c.Jobs(ctx, topic, delayq.StateDelayed, min(limit, 1000), "")
-	if err != nil {
-		return 0, err
-	}
+	// The delayed jobs due first, a page at a time: a job kicked leaves the delayed set, so each
+	// page starts from its head again. A page that kicks none (each job gone or no longer
+	// delayed by the time it is moved) ends the kick rather than read the same page again.
 	var n uint64
-	for _, j := range jobs {
-		if _, err := b.c.Reschedule(ctx, topic, j.ID, 0); err == nil {
-			n++
-			b.kicked(ctx, j)
-		} else if !errors.Is(err, delayq.ErrNotFound) && !errors.Is(err, delayq.ErrWrongState) {
+	for n < uint64(limit) {
+		jobs, _, err := b.c.Jobs(ctx, topic, delayq.StateDelayed, min(limit-int(n), 1000), "")
+		if err != nil {
 			return n, err
+		}
+		moved := false
+		for _, j := range jobs {
+			if _, err := b.c.Reschedule(ctx, topic, j.ID, 0); err == nil {
+				n++
+				moved = true
+				b.kicked(ctx, j)
+			} else if !errors.Is(err, delayq.ErrNotFound) && !errors.Is(err, delayq.ErrWrongState) {
+				return n, err
+			}
+		}
+		if !moved {
+			break
 		}
 	}
 	return n, nil
@@ -308,6 +318,11 @@ func (b *Backend) Stats(ctx context.Context) (proto.StoreStats, error) {
 	for _, t := range topics {
 		c := counts(t)
 		if c.Ready > 0 {
+			// Due jobs not yet in the ready set are counted ready but not urgent: move them
+			// there first, as stats-tube does.
+			if err := b.promote(ctx, t.Name); err != nil {
+				return s, err
+			}
 			if c.Urgent, err = b.st.UrgentReady(ctx, t.Name, t.Partitions); err != nil {
 				return s, err
 			}
