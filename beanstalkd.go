@@ -13,7 +13,8 @@ import (
 // The beanstalkd front end (internal/beanstalkd, docs/beanstalkd.md) stores ordinary jobs with
 // beanstalkd's semantics, which the public API does not offer: a 32-bit priority that ranks a
 // job, most urgent first and then by id, among the due jobs; no retry limit and no backoff (a
-// job whose TTR passes is ready again at once); a release with a delay and a new priority; a
+// job whose TTR passes is ready again at once); TTRs and delays up to 2^32-1 s, beyond
+// Limits; a release with a delay and a new priority; a
 // bury with a new priority; a reserve of one job by id. It reaches them through clienthooks, set here.
 
 // foreverRetries is the retry limit of a beanstalkd job: more than a job can use up.
@@ -25,12 +26,13 @@ func init() {
 		if err := ValidateTopic(topic); err != nil {
 			return err
 		}
-		s := Spec{ID: r.ID, Body: r.Body, Delay: min(r.Delay, c.cfg.Limits.MaxDelay),
-			TTR: min(max(r.TTR, c.cfg.Limits.MinTTR), c.cfg.Limits.MaxTTR)}
-		j, err := c.cfg.Limits.toNewJob(s, c.newID)
+		j, err := c.cfg.Limits.toNewJob(Spec{ID: r.ID, Body: r.Body}, c.newID)
 		if err != nil {
 			return err
 		}
+		// beanstalkd's ranges (up to 2^32-1 s each), beyond the limits of other jobs: a
+		// client's TTR and delay are kept as it gave them.
+		j.DelayMs, j.TTRMs = ceilMs(r.Delay), max(r.TTR, c.cfg.Limits.MinTTR).Milliseconds()
 		j.Priority = store.RankBase + int(r.Pri)
 		j.MaxRetries, j.BackoffMs = foreverRetries, []int64{0}
 		ctx, span := c.trace.Start(ctx, tracing.Send, topic)
@@ -56,7 +58,7 @@ func init() {
 		if err != nil {
 			return err
 		}
-		return c.store.ReleaseLater(ctx, p, l.ID, l.Token, ceilMs(min(delay, c.cfg.Limits.MaxDelay)), store.RankBase+int(pri))
+		return c.store.ReleaseLater(ctx, p, l.ID, l.Token, ceilMs(delay), store.RankBase+int(pri))
 	}
 	clienthooks.BuryRanked = func(ctx context.Context, client any, l clienthooks.Lease, pri uint32) error {
 		c := client.(*Client)

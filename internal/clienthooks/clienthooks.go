@@ -20,8 +20,8 @@ var (
 )
 
 // RankedJob is a job put through the beanstalkd front end: ranked by Pri (most urgent first),
-// then by ID, among the due jobs; retried for ever with no backoff. Delay and TTR are brought
-// within the Client's limits.
+// then by ID, among the due jobs; retried for ever with no backoff. Delay and TTR are kept
+// beyond the Client's limits (a TTR below MinTTR is raised to it).
 type RankedJob struct {
 	ID         string
 	Body       []byte

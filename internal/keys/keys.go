@@ -172,8 +172,8 @@ func (b Beanstalkd) Aliases() string { return b.prefix + "aliases" }
 func (b Beanstalkd) Tubes() string { return b.prefix + "tubes" }
 
 // Counts is a HASH of the counters beanstalkd reports that delayq's records do not keep:
-// "j:<id>:<name>" for a job (releases, buries, kicks, and the delay it was last put or released
-// with), "t:<topic>:<name>" for a tube (put,
+// "j:<id>:<name>" for a job (releases, buries, kicks, reserves ended by a disconnect, the delay
+// it was last put or released with, its failed attempts before kicks, its burial order), "t:<topic>:<name>" for a tube (put,
 // delete, pause), and "put" for all. Topic names hold no ":".
 func (b Beanstalkd) Counts() string { return b.prefix + "counts" }
 

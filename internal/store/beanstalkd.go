@@ -107,7 +107,7 @@ func (s *Store) forgetBeanstalkdID(ctx context.Context, n uint64, j BeanstalkdJo
 		p.HDel(ctx, b.Jobs(), strconv.FormatUint(n, 10))
 		p.HDel(ctx, b.Counts(), BeanstalkdJobCounter(n, "releases"), BeanstalkdJobCounter(n, "buries"),
 			BeanstalkdJobCounter(n, "kicks"), BeanstalkdJobCounter(n, "delay"), BeanstalkdJobCounter(n, "attempts"),
-			BeanstalkdJobCounter(n, "burial"))
+			BeanstalkdJobCounter(n, "burial"), BeanstalkdJobCounter(n, "returns"))
 		if j.ID != BeanstalkdJobID(n) {
 			p.HDel(ctx, b.Aliases(), j.indexed(0))
 		}
@@ -142,7 +142,8 @@ func (s *Store) SetBeanstalkdTube(ctx context.Context, topic, tube string) error
 // BeanstalkdJobCounter names counter name of beanstalkd job n: releases, buries, kicks; delay,
 // the delay in seconds it was last put or released with; attempts, the failed attempts it had
 // before kicks from the buried (a requeue of a dead job starts its attempts afresh); burial,
-// the order of its last burial among all (NoteBurial).
+// the order of its last burial among all (NoteBurial); returns, its reserves that ended with
+// the connection that held it.
 func BeanstalkdJobCounter(n uint64, name string) string {
 	return "j:" + strconv.FormatUint(n, 10) + ":" + name
 }
@@ -212,6 +213,36 @@ func (s *Store) NoteBurial(ctx context.Context, n uint64) error {
 	c := script{keys: []string{s.beanstalkd().Counts()}, args: []any{BeanstalkdJobCounter(n, "burial")}}
 	if err := s.run(ctx, beanstalkdBuriedScript, c).Err(); err != nil {
 		return fmt.Errorf("delayq: noting a burial: %w", err)
+	}
+	return nil
+}
+
+var kickDelayedScript = loadScript("kick_delayed")
+
+// KickDelayed makes the jobs of ids (all of partition p) that are still delayed ready at once,
+// and returns those it moved.
+func (s *Store) KickDelayed(ctx context.Context, p keys.Partition, ids []string) ([]string, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	vals, err := s.run(ctx, kickDelayedScript, write(p, NewCallID(), args...)).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("delayq: kick: %w", err)
+	}
+	return vals, nil
+}
+
+// CountBeanstalkdEach adds 1 to each counter of the front end, in one round trip.
+func (s *Store) CountBeanstalkdEach(ctx context.Context, counters []string) error {
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range counters {
+			p.HIncrBy(ctx, s.beanstalkd().Counts(), c, 1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delayq: counting: %w", err)
 	}
 	return nil
 }

@@ -325,8 +325,12 @@ func (b *Backend) Disconnect(ctx context.Context, s proto.Session) error {
 	delete(b.sessions, s)
 	b.mu.Unlock()
 	var errs []error
-	for _, h := range jobs {
-		if err := b.c.Release(ctx, h.lease); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
+	for n, h := range jobs {
+		err := b.c.Release(ctx, h.lease)
+		if err == nil {
+			// The reserve counts, as a release's does, though no release was asked for.
+			b.count(ctx, store.BeanstalkdJobCounter(n, "returns"), 1)
+		} else if !errors.Is(err, delayq.ErrLeaseLost) {
 			errs = append(errs, err)
 		}
 	}

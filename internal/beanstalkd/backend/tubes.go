@@ -74,59 +74,92 @@ func (b *Backend) Kick(ctx context.Context, tube string, bound uint64) (uint64, 
 		return 0, nil
 	}
 	if st.Dead > 0 {
-		jobs, err := b.buriedFirst(ctx, topic, limit)
-		if err != nil {
-			return 0, err
-		}
-		ids := make([]string, len(jobs))
-		for i, j := range jobs {
-			ids[i] = j.ID
-		}
-		n, err := b.c.RequeueDead(ctx, topic, ids)
-		if err != nil {
-			return 0, err
-		}
-		for _, j := range jobs {
-			b.kicked(ctx, j)
-		}
-		return uint64(n), nil
+		return b.kickBuried(ctx, topic, limit)
 	}
-	// The delayed jobs due first, a page at a time: a job kicked leaves the delayed set, so each
-	// page starts from its head again. A page that kicks none (each job gone or no longer
-	// delayed by the time it is moved) ends the kick rather than read the same page again.
+	return b.kickDelayed(ctx, topic, st.Partitions, limit)
+}
+
+// kickBuried requeues up to limit buried jobs of topic, those buried first first, and moves
+// every job now due into the ready set: however many come back at once, the next reserve
+// takes the most urgent of them.
+func (b *Backend) kickBuried(ctx context.Context, topic string, limit int) (uint64, error) {
+	jobs, err := b.buriedFirst(ctx, topic, limit)
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	n, err := b.c.RequeueDead(ctx, topic, ids)
+	if err != nil {
+		return 0, err
+	}
+	for range n/promoteBulk + 1 {
+		if err := b.promote(ctx, topic); err != nil {
+			return uint64(n), err
+		}
+	}
+	b.kicked(ctx, jobs)
+	return uint64(n), nil
+}
+
+// kickDelayed makes up to limit delayed jobs of topic ready at once, those due first first,
+// a page at a time: a job kicked leaves the delayed set, so each page starts from its head
+// again. A page that moves none (each job gone or due meanwhile) ends the kick.
+func (b *Backend) kickDelayed(ctx context.Context, topic string, partitions, limit int) (uint64, error) {
 	var n uint64
 	for n < uint64(limit) {
 		jobs, _, err := b.c.Jobs(ctx, topic, delayq.StateDelayed, min(limit-int(n), 1000), "")
-		if err != nil {
+		if err != nil || len(jobs) == 0 {
 			return n, err
 		}
-		moved := false
+		byPartition := map[int][]string{}
 		for _, j := range jobs {
-			if _, err := b.c.Reschedule(ctx, topic, j.ID, 0); err == nil {
-				n++
-				moved = true
-				b.kicked(ctx, j)
-			} else if !errors.Is(err, delayq.ErrNotFound) && !errors.Is(err, delayq.ErrWrongState) {
+			p := keys.PartitionOf(j.ID, partitions)
+			byPartition[p] = append(byPartition[p], j.ID)
+		}
+		moved := map[string]bool{}
+		for p, ids := range byPartition {
+			done, err := b.st.KickDelayed(ctx, b.st.Partition(topic, p), ids)
+			if err != nil {
 				return n, err
 			}
+			for _, id := range done {
+				moved[id] = true
+			}
 		}
-		if !moved {
+		var kicked []*delayq.Job
+		for _, j := range jobs {
+			if moved[j.ID] {
+				kicked = append(kicked, j)
+			}
+		}
+		b.kicked(ctx, kicked)
+		n += uint64(len(kicked))
+		if len(kicked) == 0 {
 			break
 		}
 	}
 	return n, nil
 }
 
-// kicked counts a kick of job j, as it was before the kick; a buried job's failed attempts are
-// kept, as the requeue starts them afresh.
-func (b *Backend) kicked(ctx context.Context, j *delayq.Job) {
-	n, err := b.idOf(ctx, j)
-	if err != nil {
-		return
+// kicked counts a kick of each of jobs, as they were before the kick; a buried job's failed
+// attempts are kept, as the requeue starts them afresh.
+func (b *Backend) kicked(ctx context.Context, jobs []*delayq.Job) {
+	var counters []string
+	for _, j := range jobs {
+		n, err := b.idOf(ctx, j)
+		if err != nil {
+			continue
+		}
+		counters = append(counters, store.BeanstalkdJobCounter(n, "kicks"))
+		if j.State == delayq.StateDead && j.Attempts > 0 {
+			b.count(ctx, store.BeanstalkdJobCounter(n, "attempts"), int64(j.Attempts))
+		}
 	}
-	b.count(ctx, store.BeanstalkdJobCounter(n, "kicks"), 1)
-	if j.State == delayq.StateDead && j.Attempts > 0 {
-		b.count(ctx, store.BeanstalkdJobCounter(n, "attempts"), int64(j.Attempts))
+	if err := b.st.CountBeanstalkdEach(ctx, counters); err != nil {
+		b.log.Warn("beanstalkd: counting kicks", "err", err)
 	}
 }
 
@@ -145,13 +178,21 @@ func (b *Backend) KickJob(ctx context.Context, n uint64) error {
 		if err != nil {
 			return storeError(err)
 		}
-		b.kicked(ctx, j)
+		b.kicked(ctx, []*delayq.Job{j})
 		return nil
 	case delayq.StateDelayed:
-		if _, err := b.c.Reschedule(ctx, ref.Topic, ref.ID, 0); err != nil {
+		partitions, err := b.st.TopicPartitions(ctx, ref.Topic)
+		if err != nil {
 			return storeError(err)
 		}
-		b.kicked(ctx, j)
+		moved, err := b.st.KickDelayed(ctx, b.st.Partition(ref.Topic, keys.PartitionOf(ref.ID, partitions)), []string{ref.ID})
+		if err != nil {
+			return err
+		}
+		if len(moved) == 0 {
+			return proto.ErrNotFound
+		}
+		b.kicked(ctx, []*delayq.Job{j})
 		return nil
 	}
 	return proto.ErrNotFound
@@ -229,8 +270,8 @@ func priOf(j *delayq.Job) uint32 {
 
 // StatsJob implements proto.Backend. A job's releases, buries and kicks are counted by the
 // front end; its timeouts are its failed attempts (those before kicks from the buried kept
-// aside) less its buries, and its reserves those attempts, its releases and the reserve it is
-// in.
+// aside) less its buries, and its reserves those attempts, its releases, the reserves that
+// ended with their connection, and the reserve it is in.
 func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error) {
 	ref, j, err := b.find(ctx, n)
 	if err != nil {
@@ -242,7 +283,8 @@ func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error
 	}
 	c, err := b.st.BeanstalkdCounters(ctx, store.BeanstalkdJobCounter(n, "releases"),
 		store.BeanstalkdJobCounter(n, "buries"), store.BeanstalkdJobCounter(n, "kicks"),
-		store.BeanstalkdJobCounter(n, "delay"), store.BeanstalkdJobCounter(n, "attempts"))
+		store.BeanstalkdJobCounter(n, "delay"), store.BeanstalkdJobCounter(n, "attempts"),
+		store.BeanstalkdJobCounter(n, "returns"))
 	if err != nil {
 		return proto.JobStats{}, err
 	}
@@ -253,7 +295,7 @@ func (b *Backend) StatsJob(ctx context.Context, n uint64) (proto.JobStats, error
 	s := proto.JobStats{
 		ID: n, Tube: tube, State: stateNames[j.State], Pri: priOf(j),
 		Age: time.Since(j.CreatedAt), Delay: time.Duration(c[3]) * time.Second, TTR: j.TTR,
-		Reserves: attempts + c[0], Timeouts: attempts - min(c[1], attempts),
+		Reserves: attempts + c[0] + c[5], Timeouts: attempts - min(c[1], attempts),
 		Releases: c[0], Buries: c[1], Kicks: c[2],
 	}
 	switch j.State {
