@@ -20,8 +20,8 @@ const (
 // reserve, release, bury, kick, kick-job, touch, delete, peeks, stats-job, stats-tube,
 // reserve-job) to a fresh real beanstalkd and a fresh server on the delayq Backend, and wants
 // the same replies (clock fields aside). Each stream uses a tube of its own and names only the
-// ids of its own jobs (and one that does not exist); delays are 0 or far in the future and
-// TTRs long, so no reply depends on timing. Both servers issue the same ids, as they get the
+// ids of its own jobs (and one that does not exist); delays are 0 or far in the future, each
+// its own, and TTRs long, so no reply depends on timing. Both servers issue the same ids, as they get the
 // same puts in the same order. The seed is logged: a failure reproduces with it.
 func TestRandomJobStreamsMatchBeanstalkd(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
@@ -54,7 +54,17 @@ func jobStream(rng *rand.Rand, tube string, first uint64) (string, uint64) {
 		return strconv.FormatUint(first+rng.Uint64N(puts), 10)
 	}
 	pri := func() string { return pick(rng, []string{"0", "1", "5", "1023", "1024", "4294967295"}) }
-	delay := func() string { return pick(rng, []string{"0", "0", "0", "100"}) }
+	// Every delay of a stream is its own: delayq keeps due times in milliseconds and orders
+	// jobs due in the same one by id, beanstalkd in nanoseconds, so two jobs delayed alike
+	// within a millisecond (a put, then a release of an older job) could come in either order.
+	delays := 0
+	delay := func() string {
+		if rng.IntN(4) > 0 {
+			return "0"
+		}
+		delays++
+		return strconv.Itoa(100 + delays)
+	}
 	for range 1 + rng.IntN(jobStreamLines) {
 		switch rng.IntN(16) {
 		case 0, 1, 2, 3:
