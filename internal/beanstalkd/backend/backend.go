@@ -25,10 +25,11 @@ import (
 
 // Backend carries out beanstalkd commands on a delayq.Client.
 type Backend struct {
-	c      *delayq.Client
-	st     *store.Store
-	log    *slog.Logger
-	issuer *coalesce.Coalescer[string, issued] // the ids of puts, by topic
+	c        *delayq.Client
+	st       *store.Store
+	log      *slog.Logger
+	issuer   *coalesce.Coalescer[string, issued]   // the ids of puts, by topic
+	reserver *coalesce.Coalescer[string, reserved] // reserves without a wait, by topic
 
 	mu       sync.Mutex
 	sessions map[proto.Session]map[uint64]held // the jobs each connection holds
@@ -59,6 +60,7 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 		pauses:   map[string]pause{},
 	}
 	b.issuer = coalesce.New(maxIssue, 1, b.issue)
+	b.reserver = coalesce.New(maxReserveBatch, 2, b.reserveNow)
 	return b
 }
 

@@ -87,6 +87,11 @@ func (b *Backend) take(ctx context.Context, topics []string, wait time.Duration)
 }
 
 func (b *Backend) reserveOne(ctx context.Context, topic string, wait time.Duration) (*delayq.Job, error) {
+	if wait == 0 {
+		// Short, and never cut: a job taken for a request that was gone would wait out its TTR.
+		r, _ := b.reserver.Do(context.WithoutCancel(ctx), topic)
+		return r.job, r.err
+	}
 	jobs, err := b.c.Reserve(ctx, topic, delayq.ReserveOptions{Wait: wait})
 	if errors.Is(err, delayq.ErrNotFound) {
 		if wait > 0 {
@@ -103,6 +108,39 @@ func (b *Backend) reserveOne(ctx context.Context, topic string, wait time.Durati
 		return nil, err
 	}
 	return jobs[0], nil
+}
+
+// reserved is a job a reserve without a wait took, or none, or why it failed.
+type reserved struct {
+	job *delayq.Job
+	err error
+}
+
+// maxReserveBatch bounds the reserves without a wait that one call serves.
+const maxReserveBatch = 100
+
+// reserveNow serves concurrent reserves without a wait with one call a topic: each takes as
+// many jobs as the topic has requests, handed out in the order the requests came. The calls'
+// contexts never end (see reserveOne), so no job is taken for a request that is gone.
+func (b *Backend) reserveNow(ctx context.Context, topics []string) []reserved {
+	out := make([]reserved, len(topics))
+	byTopic := map[string][]int{}
+	for i, t := range topics {
+		byTopic[t] = append(byTopic[t], i)
+	}
+	for topic, reqs := range byTopic {
+		jobs, err := b.c.Reserve(ctx, topic, delayq.ReserveOptions{Max: len(reqs)})
+		if errors.Is(err, delayq.ErrNotFound) {
+			err = nil // no such topic yet: no job
+		}
+		for k, i := range reqs {
+			out[i].err = err
+			if k < len(jobs) {
+				out[i].job = jobs[k]
+			}
+		}
+	}
+	return out
 }
 
 // reserveEach reserves at most one job from each topic at once; with a wait, the first job to
