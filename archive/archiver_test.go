@@ -48,10 +48,10 @@ func runArchiver(t *testing.T, c *delayq.Client, pg *Store, cfg ArchiverConfig) 
 			t.Errorf("Run: %v", err)
 		}
 	})
-	// Run turns archiving on; wait for it, or the first outcomes would not be recorded.
+	// Run turns archiving on; wait until the client's scripts are told, or the first outcomes
+	// would not be recorded (the setting is in Redis a moment before the client reads it).
 	testwait.For(t, 10*time.Second, "archiving on", func() bool {
-		s, err := clienthooks.Store(c).ReadArchiveSetting(context.Background())
-		return err == nil && s.Keep > 0
+		return clienthooks.Store(c).Archive() != 0
 	})
 	return a
 }

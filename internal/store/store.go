@@ -99,6 +99,10 @@ func (s *Store) SetArchive(keep int64, failed bool) {
 	s.archive.Store(keep)
 }
 
+// Archive returns the archive setting the scripts are passed now (ARGV[3]; see SetArchive):
+// 0 while archiving is off.
+func (s *Store) Archive() int64 { return s.archive.Load() }
+
 // Partition returns the keys of partition n of topic.
 func (s *Store) Partition(topic string, n int) keys.Partition { return keys.For(s.ns, topic, n) }
 
