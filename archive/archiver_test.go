@@ -311,10 +311,7 @@ func TestArchivingStopsWhenNoArchiverRuns(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
-	testwait.For(t, 10*time.Second, "archiving on", func() bool {
-		s, err := clienthooks.Store(c).ReadArchiveSetting(ctx)
-		return err == nil && s.Keep > 0
-	})
+	testwait.For(t, 10*time.Second, "archiving on", func() bool { return clienthooks.Store(c).Archive() != 0 })
 	time.Sleep(time.Second) // past Hold: Run renewed it meanwhile
 	ackAll(t, c, "t", "while", 3)
 	waitRows(t, pg, "t", 3)
