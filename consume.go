@@ -369,6 +369,7 @@ func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.L
 	peeked := c.store.Peek(ctx, ps, lane, max, c.cfg.BulkLimit)
 	type head struct {
 		score float64
+		id    string
 		i     int // into parts
 	}
 	var heads []head
@@ -378,11 +379,12 @@ func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.L
 			err = pk.Err
 			continue
 		}
-		for _, s := range pk.Scores {
-			heads = append(heads, head{s, i})
+		for k, s := range pk.Scores {
+			heads = append(heads, head{s, pk.IDs[k], i})
 		}
 	}
-	slices.SortStableFunc(heads, func(a, b head) int { return cmp.Compare(a.score, b.score) })
+	// As a ready set ranks its jobs: by score, then by id.
+	slices.SortStableFunc(heads, func(a, b head) int { return cmp.Or(cmp.Compare(a.score, b.score), cmp.Compare(a.id, b.id)) })
 	count := make([]int, len(parts))
 	for _, h := range heads[:min(len(heads), max)] {
 		if count[h.i] == 0 {
@@ -405,14 +407,11 @@ func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.L
 }
 
 // sortByPriority puts jobs from several partitions in the order one partition hands them out:
-// highest priority first, then earliest due time; jobs ranked by a beanstalkd priority by that
-// priority, then by id (as ready_score in the scripts' lib.lua).
+// by ready score (highest priority first, then earliest due time; a beanstalkd priority alone
+// for the jobs that have one, as ready_score in the scripts' lib.lua), then by id.
 func sortByPriority(jobs []*Job) {
 	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		if c := cmp.Compare(readyScore(a), readyScore(b)); c != 0 || a.BeanstalkdPriority == nil {
-			return c
-		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Or(cmp.Compare(readyScore(a), readyScore(b)), cmp.Compare(a.ID, b.ID))
 	})
 }
 

@@ -25,7 +25,13 @@ func eachBackend(t *testing.T, test func(t *testing.T, newBackend func() proto.B
 // newDelayqBackend returns the delayq Backend on a Client of a redis-server of its own.
 func newDelayqBackend(t testing.TB) *backend.Backend {
 	t.Helper()
-	return backend.New(delayqtest.NewClient(t, delayq.Config{}), slog.New(slog.DiscardHandler))
+	return newDelayqBackendWith(t, delayq.Config{})
+}
+
+// newDelayqBackendWith is newDelayqBackend with a Client made with cfg.
+func newDelayqBackendWith(t testing.TB, cfg delayq.Config) *backend.Backend {
+	t.Helper()
+	return backend.New(delayqtest.NewClient(t, cfg), slog.New(slog.DiscardHandler))
 }
 
 // TestDelayqPeekReadyIsTheMostUrgent wants peek-ready to show the job a reserve would get:

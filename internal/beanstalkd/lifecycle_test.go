@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/delayq/delayq"
 )
 
 // clockFields matches the stats fields that tell how long something has been or has left, in
@@ -65,6 +67,28 @@ func TestKickTakesTheFirstBuriedFirst(t *testing.T) {
 		"bury 3 0", "bury 1 0", "bury 2 0",
 		"peek-buried", "kick 1", "peek-buried", "kick 1", "peek-buried",
 	}, "\r\n") + "\r\n"
+	want := converse(t, s.real, []byte(stream))
+	if got := converse(t, s.ours, []byte(stream)); got != want {
+		t.Errorf("beanstalkd:\n%s\nours:\n%s", want, got)
+	}
+}
+
+// TestOrderOverPartitions: on a topic of several partitions (a Redis Cluster's default), jobs
+// of equal priority still go out in id order, and a more urgent one first, as from one.
+func TestOrderOverPartitions(t *testing.T) {
+	s := startServers(t, newDelayqBackendWith(t, delayq.Config{Partitions: 8}))
+	lines := []string{}
+	for i := range 16 {
+		pri := "5"
+		if i == 11 {
+			pri = "4"
+		}
+		lines = append(lines, "put "+pri+" 0 10 1", "x")
+	}
+	for range 17 {
+		lines = append(lines, "reserve-with-timeout 0")
+	}
+	stream := strings.Join(lines, "\r\n") + "\r\n"
 	want := converse(t, s.real, []byte(stream))
 	if got := converse(t, s.ours, []byte(stream)); got != want {
 		t.Errorf("beanstalkd:\n%s\nours:\n%s", want, got)

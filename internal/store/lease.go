@@ -209,6 +209,7 @@ type Peeked struct {
 	NextMs int64     // as Reserved's
 	Paused bool      // as Reserved's
 	Scores []float64 // the ready scores of its first jobs, best (lowest) first
+	IDs    []string  // those jobs' ids: of equal scores, the lower id goes first
 	Err    error     // the partition's call failed; the other fields are zero
 }
 
@@ -235,13 +236,14 @@ func (s *Store) Peek(ctx context.Context, parts []keys.Partition, lane Lane, n, 
 		}
 		out[i].NowMs = toInt(vals[0])
 		out[i].NextMs, out[i].Paused = nextOf(toInt(vals[1]))
-		for _, v := range vals[2:] {
-			f, err := strconv.ParseFloat(toString(v), 64)
+		for k := 2; k+1 < len(vals); k += 2 {
+			f, err := strconv.ParseFloat(toString(vals[k]), 64)
 			if err != nil {
-				out[i].Err = fmt.Errorf("delayq: looking at a partition: score %q: %w", toString(v), err)
+				out[i].Err = fmt.Errorf("delayq: looking at a partition: score %q: %w", toString(vals[k]), err)
 				break
 			}
 			out[i].Scores = append(out[i].Scores, f)
+			out[i].IDs = append(out[i].IDs, toString(vals[k+1]))
 		}
 	}
 	return out
