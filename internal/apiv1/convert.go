@@ -10,20 +10,21 @@ import (
 // NewJob converts j, leaving out its lease.
 func NewJob(j *delayq.Job) *Job {
 	out := &Job{
-		Topic:         j.Topic,
-		ID:            j.ID,
-		State:         string(j.State),
-		RunAt:         Time{j.RunAt},
-		CreatedAt:     Time{j.CreatedAt},
-		Attempts:      j.Attempts,
-		MaxRetries:    j.MaxRetries,
-		TTRMs:         j.TTR.Milliseconds(),
-		Priority:      j.Priority,
-		CallbackURL:   j.CallbackURL,
-		LastError:     j.LastError,
-		LeaseDeadline: timePtr(j.LeaseDeadline),
-		DiedAt:        timePtr(j.DiedAt),
-		Headers:       j.Headers,
+		Topic:              j.Topic,
+		ID:                 j.ID,
+		State:              string(j.State),
+		RunAt:              Time{j.RunAt},
+		CreatedAt:          Time{j.CreatedAt},
+		Attempts:           j.Attempts,
+		MaxRetries:         j.MaxRetries,
+		TTRMs:              j.TTR.Milliseconds(),
+		Priority:           j.Priority,
+		BeanstalkdPriority: j.BeanstalkdPriority,
+		CallbackURL:        j.CallbackURL,
+		LastError:          j.LastError,
+		LeaseDeadline:      timePtr(j.LeaseDeadline),
+		DiedAt:             timePtr(j.DiedAt),
+		Headers:            j.Headers,
 	}
 	out.Body, out.BodyBase64 = encodeBody(j.Body, j.Format)
 	backoff := j.Backoff

@@ -24,11 +24,14 @@ type Job struct {
 	TTRMs      int64 `json:"ttr_ms"`
 	// BackoffMs is the job's retry schedule, the default one included (an extension); the
 	// server always writes it.
-	BackoffMs     []int64 `json:"backoff_ms"`
-	Priority      int     `json:"priority"`
-	CallbackURL   string  `json:"callback_url,omitempty"`
-	LastError     string  `json:"last_error,omitempty"`
-	LeaseDeadline *Time   `json:"lease_deadline,omitempty"`
+	BackoffMs []int64 `json:"backoff_ms"`
+	Priority  int     `json:"priority"`
+	// BeanstalkdPriority is the priority of a job put, released or buried over the beanstalkd
+	// protocol (an extension; docs/beanstalkd.md); absent for other jobs.
+	BeanstalkdPriority *uint32 `json:"beanstalkd_priority,omitempty"`
+	CallbackURL        string  `json:"callback_url,omitempty"`
+	LastError          string  `json:"last_error,omitempty"`
+	LeaseDeadline      *Time   `json:"lease_deadline,omitempty"`
 	// Lease is the token to ack, nack, touch or release a job; only a reserve returns it.
 	Lease string `json:"lease,omitempty"`
 	// DiedAt is when the job went dead (an extension).

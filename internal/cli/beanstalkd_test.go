@@ -34,7 +34,8 @@ func TestServerSpeaksBeanstalkd(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s.must(t, "get", "mail", "0000000000000000000"+strconv.FormatUint(id, 10))
-	if !strings.Contains(got, "base64:aGVsbG8=") || !strings.Contains(got, "delayed") {
+	if !strings.Contains(got, "base64:aGVsbG8=") || !strings.Contains(got, "delayed") ||
+		!strings.Contains(got, "beanstalkd_priority  10") {
 		t.Errorf("the put job over HTTP:\n%s", got)
 	}
 

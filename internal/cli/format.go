@@ -38,6 +38,9 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	row("max_retries", strconv.Itoa(j.MaxRetries))
 	row("ttr", msDuration(j.TTRMs))
 	row("priority", strconv.Itoa(j.Priority))
+	if j.BeanstalkdPriority != nil {
+		row("beanstalkd_priority", strconv.FormatUint(uint64(*j.BeanstalkdPriority), 10))
+	}
 	if len(j.BackoffMs) > 0 {
 		steps := make([]string, len(j.BackoffMs))
 		for i, ms := range j.BackoffMs {

@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/clienthooks"
 )
 
 func TestOverviewShowsTopicsAndRedis(t *testing.T) {
@@ -117,6 +119,24 @@ func TestJobPageShowsEveryField(t *testing.T) {
 		t.Errorf("binary body not as base64 and hex:\n%s", b.body)
 	}
 	wantStatus(t, "no such job", s.get("/topics/t/jobs/nope"), http.StatusNotFound)
+}
+
+// A job put over the beanstalkd protocol shows its beanstalkd priority; others do not.
+func TestJobPageShowsABeanstalkdPriority(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	if err := clienthooks.EnqueueRanked(context.Background(), s.client, "tube", clienthooks.RankedJob{
+		ID: "00000000000000000001", Body: []byte("x"), Pri: 4294967295, TTR: time.Minute,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.enqueue("tube", delayq.Spec{ID: "http", Body: []byte("y")})
+	if a := s.get("/topics/tube/jobs/00000000000000000001"); !strings.Contains(a.body, `<dd id="beanstalkd-priority">4294967295</dd>`) {
+		t.Errorf("job page lacks the beanstalkd priority:\n%s", a.body)
+	}
+	if a := s.get("/topics/tube/jobs/http"); strings.Contains(a.body, "beanstalkd-priority") {
+		t.Errorf("a job enqueued over HTTP shows a beanstalkd priority:\n%s", a.body)
+	}
 }
 
 func TestAssetsAreCached(t *testing.T) {
