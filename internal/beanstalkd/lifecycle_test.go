@@ -1,11 +1,17 @@
 package beanstalkd
 
 import (
+	"context"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/delayqtest"
+	"github.com/delayq/delayq/internal/beanstalkd/backend"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // clockFields matches the stats fields that tell how long something has been or has left, in
@@ -93,4 +99,40 @@ func TestOrderOverPartitions(t *testing.T) {
 	if got := converse(t, s.ours, []byte(stream)); got != want {
 		t.Errorf("beanstalkd:\n%s\nours:\n%s", want, got)
 	}
+}
+
+// TestPauseOutlivesTheServerThatPaused: a pause-tube is kept in Redis, so another server (or
+// the same one restarted) reports it and resumes the tube when it ends.
+func TestPauseOutlivesTheServerThatPaused(t *testing.T) {
+	rdb := delayqtest.NewRedis(t)
+	newBackend := func() *backend.Backend {
+		c, err := delayq.New(context.Background(), rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		b := backend.New(c, slog.New(slog.DiscardHandler))
+		t.Cleanup(b.Close)
+		return b
+	}
+	first := newBackend()
+	a := startServer(t, Config{Backend: first})
+	if got := converse(t, a, []byte("use p\r\nput 0 0 10 1\r\nx\r\npause-tube p 1\r\n")); got != "USING p\r\nINSERTED 1\r\nPAUSED\r\n" {
+		t.Fatalf("pausing: %q", got)
+	}
+	first.Close() // stops before the pause ends
+	second := newBackend()
+	if err := second.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b := startServer(t, Config{Backend: second})
+	if got := converse(t, b, []byte("stats-tube p\r\n")); !strings.Contains(got, "\npause: 1\n") {
+		t.Errorf("another server's stats-tube of the paused tube:\n%s", got)
+	}
+	if got := converse(t, b, []byte("watch p\r\nreserve-with-timeout 0\r\n")); got != "WATCHING 2\r\nTIMED_OUT\r\n" {
+		t.Errorf("a reserve while paused: %q", got)
+	}
+	testwait.For(t, 10*time.Second, "the other server to resume the tube", func() bool {
+		return converse(t, b, []byte("watch p\r\nreserve-with-timeout 0\r\n")) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
+	})
 }

@@ -46,17 +46,26 @@ func startBeanstalkd(cfg beanstalkdConfig, dq *delayq.Client, log *slog.Logger) 
 	if cfg.listen == "" {
 		return func() {}, func() {}, nil
 	}
+	b := backend.New(dq, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := b.Start(ctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("beanstalkd: reading the tubes' pauses: %w", err)
+	}
 	srv, err := beanstalkd.New(beanstalkd.Config{
-		Backend: backend.New(dq, log), MaxConns: cfg.maxConns, MaxJobSize: cfg.maxJobSize, Logger: log,
+		Backend: b, MaxConns: cfg.maxConns, MaxJobSize: cfg.maxJobSize, Logger: log,
 	})
 	if err != nil {
+		cancel()
+		b.Close()
 		return nil, nil, err
 	}
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
+		cancel()
+		b.Close()
 		return nil, nil, fmt.Errorf("--beanstalkd-listen %s: %w", cfg.listen, err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -68,5 +77,6 @@ func startBeanstalkd(cfg beanstalkdConfig, dq *delayq.Client, log *slog.Logger) 
 	return srv.Drain, func() {
 		cancel()
 		<-done
+		b.Close()
 	}, nil
 }

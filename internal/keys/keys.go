@@ -177,6 +177,10 @@ func (b Beanstalkd) Tubes() string { return b.prefix + "tubes" }
 // delete, pause), and "put" for all. Topic names hold no ":".
 func (b Beanstalkd) Counts() string { return b.prefix + "counts" }
 
+// Pauses is a HASH: topic -> "<until, Unix ms> <length, s>" of each pause-tube in force, so
+// that every server reports it and resumes the tube when it ends, after a restart too.
+func (b Beanstalkd) Pauses() string { return b.prefix + "pauses" }
+
 // Call is a STRING that records the outcome of one call of the front end's id script for the
 // replay window, as Partition.Call does.
 func (b Beanstalkd) Call(id string) string { return b.prefix + "call:" + id }

@@ -246,3 +246,48 @@ func (s *Store) CountBeanstalkdEach(ctx context.Context, counters []string) erro
 	}
 	return nil
 }
+
+// BeanstalkdPause is a pause-tube in force.
+type BeanstalkdPause struct {
+	UntilMs int64 // when it ends, Unix ms (this process's clock, as beanstalkd's)
+	Length  int64 // as asked for, seconds
+}
+
+// SetBeanstalkdPause keeps the pause of the tube stored as topic.
+func (s *Store) SetBeanstalkdPause(ctx context.Context, topic string, p BeanstalkdPause) error {
+	v := strconv.FormatInt(p.UntilMs, 10) + " " + strconv.FormatInt(p.Length, 10)
+	if err := s.rdb.HSet(ctx, s.beanstalkd().Pauses(), topic, v).Err(); err != nil {
+		return fmt.Errorf("delayq: keeping a pause: %w", err)
+	}
+	return nil
+}
+
+// BeanstalkdPauses returns the pauses in force (or ended but not yet resumed), by topic.
+func (s *Store) BeanstalkdPauses(ctx context.Context) (map[string]BeanstalkdPause, error) {
+	m, err := s.rdb.HGetAll(ctx, s.beanstalkd().Pauses()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("delayq: reading pauses: %w", err)
+	}
+	out := make(map[string]BeanstalkdPause, len(m))
+	for topic, v := range m {
+		until, length, _ := strings.Cut(v, " ")
+		var p BeanstalkdPause
+		p.UntilMs, _ = strconv.ParseInt(until, 10, 64)
+		p.Length, _ = strconv.ParseInt(length, 10, 64)
+		out[topic] = p
+	}
+	return out, nil
+}
+
+var beanstalkdUnpauseScript = loadScript("beanstalkd_unpause")
+
+// EndBeanstalkdPause forgets the pause of topic if it is still the one that ended at untilMs
+// (another pause-tube since has replaced it otherwise), and reports whether it did.
+func (s *Store) EndBeanstalkdPause(ctx context.Context, topic string, untilMs int64) (bool, error) {
+	c := script{keys: []string{s.beanstalkd().Pauses()}, args: []any{topic, untilMs}}
+	n, err := s.run(ctx, beanstalkdUnpauseScript, c).Int()
+	if err != nil {
+		return false, fmt.Errorf("delayq: ending a pause: %w", err)
+	}
+	return n == 1, nil
+}

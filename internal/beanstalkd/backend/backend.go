@@ -33,20 +33,14 @@ type Backend struct {
 
 	mu       sync.Mutex
 	sessions map[proto.Session]map[uint64]held // the jobs each connection holds
-	pauses   map[string]pause                  // by topic
+	timers   map[string]*time.Timer            // the resumes of paused topics, by topic
+	closed   bool                              // no more timers
 }
 
 // held is a job a connection reserved.
 type held struct {
 	job   store.BeanstalkdJob
 	lease delayq.Lease
-}
-
-// pause is a pause-tube in force.
-type pause struct {
-	length time.Duration
-	until  time.Time
-	timer  *time.Timer
 }
 
 // New returns a Backend on c.
@@ -57,7 +51,7 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 	b := &Backend{
 		c: c, st: clienthooks.Store(c), log: log,
 		sessions: map[proto.Session]map[uint64]held{},
-		pauses:   map[string]pause{},
+		timers:   map[string]*time.Timer{},
 	}
 	b.issuer = coalesce.New(maxIssue, 1, b.issue)
 	b.reserver = coalesce.New(maxReserveBatch, 2, b.reserveNow)

@@ -338,11 +338,14 @@ func (b *Backend) StatsTube(ctx context.Context, tube string) (proto.TubeStats, 
 		return s, err
 	}
 	s.TotalJobs, s.CmdDelete, s.CmdPauseTube = c[0], c[1], c[2]
-	b.mu.Lock()
-	p, paused := b.pauses[topic]
-	b.mu.Unlock()
+	pauses, err := b.st.BeanstalkdPauses(ctx)
+	if err != nil {
+		return s, err
+	}
+	p, paused := pauses[topic]
 	if paused {
-		s.Pause, s.PauseTimeLeft = p.length, max(time.Until(p.until), 0)
+		s.Pause = time.Duration(p.Length) * time.Second
+		s.PauseTimeLeft = max(time.Until(time.UnixMilli(p.UntilMs)), 0)
 	}
 	if total(s.Jobs) == 0 && !paused {
 		return s, proto.ErrNotFound
@@ -389,12 +392,13 @@ func (b *Backend) ListTubes(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, storeError(err)
 	}
+	pauses, err := b.st.BeanstalkdPauses(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []string
 	for _, t := range topics {
-		b.mu.Lock()
-		_, paused := b.pauses[t.Name]
-		b.mu.Unlock()
-		if total(counts(t)) == 0 && !paused {
+		if _, paused := pauses[t.Name]; total(counts(t)) == 0 && !paused {
 			continue
 		}
 		name, err := b.tubeOf(ctx, t.Name)
@@ -406,32 +410,64 @@ func (b *Backend) ListTubes(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// PauseTube implements proto.Backend: the topic is paused, and resumed when delay has passed
-// (by this process: a restart before then leaves the topic paused until resumed).
+// PauseTube implements proto.Backend: the topic is paused, and the pause kept in Redis, so that
+// every server reports it and resumes the topic when it ends, after a restart too.
 func (b *Backend) PauseTube(ctx context.Context, tube string, delay time.Duration) error {
 	topic := topicOf(tube)
 	if err := b.c.PauseTopic(ctx, topic); err != nil {
 		return storeError(err)
 	}
 	b.count(ctx, store.BeanstalkdTubeCounter(topic, "pause"), 1)
+	p := store.BeanstalkdPause{UntilMs: time.Now().Add(delay).UnixMilli(), Length: int64(delay / time.Second)}
+	if err := b.st.SetBeanstalkdPause(ctx, topic, p); err != nil {
+		return err
+	}
+	b.resumeAt(topic, p.UntilMs)
+	return nil
+}
+
+// resumeAt resumes topic at untilMs, unless a later pause has replaced this one by then.
+func (b *Backend) resumeAt(topic string, untilMs int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if p, ok := b.pauses[topic]; ok {
-		p.timer.Stop()
+	if b.closed {
+		return
 	}
-	var timer *time.Timer
-	timer = time.AfterFunc(delay, func() {
-		b.mu.Lock()
-		if b.pauses[topic].timer == timer {
-			delete(b.pauses, topic)
-		}
-		b.mu.Unlock()
+	if t := b.timers[topic]; t != nil {
+		t.Stop()
+	}
+	b.timers[topic] = time.AfterFunc(time.Until(time.UnixMilli(untilMs)), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := b.c.ResumeTopic(ctx, topic); err != nil {
-			b.log.Warn("beanstalkd: resuming a paused tube", "tube", tube, "err", err)
+		ended, err := b.st.EndBeanstalkdPause(ctx, topic, untilMs)
+		if err == nil && ended {
+			err = b.c.ResumeTopic(ctx, topic)
+		}
+		if err != nil {
+			b.log.Warn("beanstalkd: resuming a paused tube", "topic", topic, "err", err)
 		}
 	})
-	b.pauses[topic] = pause{length: delay, until: time.Now().Add(delay), timer: timer}
+}
+
+// Start resumes, when they end, the pauses kept in Redis: those a server made before it
+// stopped, or another server made.
+func (b *Backend) Start(ctx context.Context) error {
+	pauses, err := b.st.BeanstalkdPauses(ctx)
+	if err != nil {
+		return err
+	}
+	for topic, p := range pauses {
+		b.resumeAt(topic, p.UntilMs)
+	}
 	return nil
+}
+
+// Close stops the Backend's timers; the pauses they were to end stay kept in Redis.
+func (b *Backend) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.closed = true
+	for _, t := range b.timers {
+		t.Stop()
+	}
 }
