@@ -11,7 +11,7 @@ for k, v in ipairs(out) do
   local key = KEYS[11 + k]
   if v == 1 then
     freed = freed + 1
-    if WINDOW > 0 then redis.call('SET', key, '1', 'PX', WINDOW) end
+    if WINDOW > 0 then redis.call('SET', key, '1', 'PX', ARGV[2]) end
   elseif redis.call('GET', key) == '1' then
     out[k] = 1
   end

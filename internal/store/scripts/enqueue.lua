@@ -120,7 +120,7 @@ for i = 0, n - 1 do
   if ARGV[a + 1] ~= '' then t = NOW + tonumber(ARGV[a + 1]) else t = tonumber(ARGV[a + 2]) end
   local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
   if redis.call('HSETNX', JOBS, id, rec) == 1 then
-    scheduled[#scheduled + 1] = t
+    scheduled[#scheduled + 1] = string.format('%d', t)
     scheduled[#scheduled + 1] = id
     local lane = 'pull'
     if string.byte(LANES, i + 1) == 49 then lane = 'push' end

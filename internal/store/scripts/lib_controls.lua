@@ -29,7 +29,7 @@ end
 local function allowed(max, paused, rate, period, concurrency)
   if paused then return 0 end
   if rate then
-    redis.call('ZREMRANGEBYSCORE', STARTS, '-inf', NOW - period)
+    redis.call('ZREMRANGEBYSCORE', STARTS, '-inf', string.format('%d', NOW - period))
     max = math.min(max, rate - redis.call('ZCARD', STARTS))
   end
   if concurrency then
@@ -52,7 +52,7 @@ local function opens(rate, period, concurrency)
     end
   end
   if concurrency and redis.call('ZCARD', RESERVED) >= concurrency then
-    local h = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
+    local h = redis.call('ZRANGE', RESERVED, '0', '0', 'WITHSCORES')
     local d = tonumber(h[2])
     if t == nil or d > t then t = d end
   end
@@ -70,7 +70,7 @@ local function next_due(set, paused, rate, period, concurrency)
     t = NOW
   else
     t = head_score() or -1
-    local rs = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
+    local rs = redis.call('ZRANGE', RESERVED, '0', '0', 'WITHSCORES')
     if #rs > 0 and (t == -1 or tonumber(rs[2]) < t) then t = tonumber(rs[2]) end
   end
   if t == -1 then return t end
@@ -85,7 +85,7 @@ local function count_starts(rate, leases)
   if not rate or #leases == 0 then return end
   local starts = {}
   for i = 2, #leases, 2 do
-    starts[#starts + 1] = NOW
+    starts[#starts + 1] = NOW_S
     starts[#starts + 1] = leases[i]
   end
   bulk('ZADD', STARTS, starts)

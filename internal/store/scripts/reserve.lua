@@ -50,7 +50,7 @@ if ARGV[4] == 'push' then set = READY_PUSH end
 local paused, rate, period, concurrency = controls()
 local max = allowed(tonumber(ARGV[5]), paused, rate, period, concurrency)
 local ids = {}
-if max > 0 then ids = redis.call('ZRANGE', set, 0, max - 1) end
+if max > 0 then ids = redis.call('ZRANGE', set, '0', string.format('%d', max - 1)) end
 local out = {NOW, -1, acked}
 local taken = {}
 if #ids > 0 then
@@ -59,7 +59,7 @@ if #ids > 0 then
   local leases, deadlines, gone = {}, {}, {}
   local bytes = 0
   local earliest
-  local rhead = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
+  local rhead = redis.call('ZRANGE', RESERVED, '0', '0', 'WITHSCORES')
   for _, id in ipairs(ids) do
     local rec = redis.call('HGET', JOBS, id)
     if rec then
@@ -71,7 +71,7 @@ if #ids > 0 then
       taken[#taken + 1] = id
       leases[#leases + 1] = id
       leases[#leases + 1] = lease
-      deadlines[#deadlines + 1] = NOW + ttr
+      deadlines[#deadlines + 1] = string.format('%d', NOW + ttr)
       deadlines[#deadlines + 1] = id
       if earliest == nil or NOW + ttr < earliest then earliest = NOW + ttr end
       out[#out + 1] = {id, rec, S_RESERVED, lease, NOW + ttr}
