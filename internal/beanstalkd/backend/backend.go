@@ -54,7 +54,9 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 		timers:   map[string]*time.Timer{},
 	}
 	b.issuer = coalesce.New(maxIssue, 1, b.issue)
-	b.reserver = coalesce.New(maxReserveBatch, 2, b.reserveNow)
+	// One flush at a time: two library Reserves of one topic at once, over several partitions,
+	// may each lease past the other's heads, out of priority order.
+	b.reserver = coalesce.New(maxReserveBatch, 1, b.reserveNow)
 	return b
 }
 
@@ -137,7 +139,11 @@ func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr t
 		ID: store.BeanstalkdJobID(n), Body: body, Pri: pri, Delay: delay, TTR: ttr,
 	})
 	if err != nil {
-		_ = b.st.ForgetBeanstalkdID(context.WithoutCancel(ctx), n, store.BeanstalkdJob{Topic: topic, ID: store.BeanstalkdJobID(n)})
+		wctx := context.WithoutCancel(ctx)
+		_ = b.st.ForgetBeanstalkdID(wctx, n, store.BeanstalkdJob{Topic: topic, ID: store.BeanstalkdJobID(n)})
+		// The issue counted a put; no job was made, and total-jobs counts jobs made.
+		b.count(wctx, store.BeanstalkdTubeCounter(topic, "put"), -1)
+		b.count(wctx, store.BeanstalkdPutCounter, -1)
 		return 0, false, storeError(err)
 	}
 	if delay > 0 {
