@@ -54,4 +54,3 @@ func statField(reply, name string) int64 {
 
 // lines joins commands into one stream, each ended with CRLF.
 func lines(cmds ...string) string { return strings.Join(cmds, "\r\n") + "\r\n" }
-

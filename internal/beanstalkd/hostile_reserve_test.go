@@ -128,17 +128,22 @@ func TestHostileConcurrentReservesOverSmallMaxReserve(t *testing.T) {
 }
 
 // TestHostileReservesOverSeveralTubesNeverTimeOutOnAReadyJob: connections watching two tubes
-// take the more urgent tube's jobs and give back what they took of the other; meanwhile a
-// connection watching only the other tube never hears TIMED_OUT while that tube has a ready job.
+// take the more urgent tube's jobs (and, for a moment, the other's one job, which they give
+// back); meanwhile a connection watching only the other tube, reserving and releasing its one
+// job, never hears TIMED_OUT: the job is ready all along, as in beanstalkd.
 func TestHostileReservesOverSeveralTubesNeverTimeOutOnAReadyJob(t *testing.T) {
 	addr := startServer(t, Config{Backend: newDelayqBackend(t)})
-	const urgent, other = 400, 200
+	const urgent, rounds = 3000, 300
 	putJobs(t, addr, "hot", urgent, func(int) int { return 0 })
-	pris := putJobs(t, addr, "cold", other, func(int) int { return 10 })
+	var cold uint64
+	for id := range putJobs(t, addr, "cold", 1, func(int) int { return 10 }) {
+		cold = id
+	}
 	multi := make([]rawPeer, 8)
 	for i := range multi {
 		multi[i] = dialRaw(t, addr)
 	}
+	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	errs := make(chan error, len(multi)+1)
 	for _, p := range multi {
@@ -146,15 +151,20 @@ func TestHostileReservesOverSeveralTubesNeverTimeOutOnAReadyJob(t *testing.T) {
 			p.do("watch hot")
 			p.do("watch cold")
 			p.do("ignore default")
-			for range urgent / len(multi) {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				r, err := p.do("reserve-with-timeout 0")
 				id, ok := replyID(r)
 				if err != nil || !ok {
-					errs <- fmt.Errorf("reserve over hot and cold: %q, %v", r, err)
-					return
+					return // hot is empty, or cold's job is with the single connection
 				}
-				if _, cold := pris[id]; cold {
-					errs <- fmt.Errorf("reserve over hot and cold took cold job %d while hot had jobs", id)
+				if id == cold { // hot is empty: leave cold's job alone from now on
+					p.do(fmt.Sprintf("release %d 10 0", id))
+					errs <- fmt.Errorf("hot ran out before the single connection was done")
 					return
 				}
 				p.do(fmt.Sprintf("delete %d", id))
@@ -162,23 +172,31 @@ func TestHostileReservesOverSeveralTubesNeverTimeOutOnAReadyJob(t *testing.T) {
 		})
 	}
 	single := dialRaw(t, addr)
-	wg.Go(func() {
-		single.do("watch cold")
-		single.do("ignore default")
-		for k := range other {
-			r, err := single.do("reserve-with-timeout 0")
-			id, ok := replyID(r)
-			if err != nil || !ok {
-				errs <- fmt.Errorf("reserve %d on cold alone, with %d cold jobs ready: %q, %v", k, other-k, r, err)
-				return
-			}
-			single.do(fmt.Sprintf("delete %d", id))
+	single.do("watch cold")
+	single.do("ignore default")
+	timedOut := 0
+	for range rounds {
+		r, err := single.do("reserve-with-timeout 0")
+		if err != nil {
+			t.Fatal(err)
 		}
-	})
+		id, ok := replyID(r)
+		if !ok {
+			timedOut++
+			continue
+		}
+		if r, err := single.do(fmt.Sprintf("release %d 10 0", id)); err != nil || r != "RELEASED\r\n" {
+			t.Fatalf("release: %q, %v", r, err)
+		}
+	}
+	close(stop)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Error(err)
+		t.Fatal(err)
+	}
+	if timedOut > 0 {
+		t.Errorf("%d of %d reserves on a tube with a ready job (and more urgent jobs in another tube others watch) answered TIMED_OUT", timedOut, rounds)
 	}
 }
 
@@ -267,4 +285,3 @@ func TestHostileDeadlineSoonWithAReadyJob(t *testing.T) {
 		return tr.String()
 	})
 }
-
