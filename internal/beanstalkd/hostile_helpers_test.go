@@ -51,6 +51,3 @@ func statField(reply, name string) int64 {
 	n, _ := strconv.ParseInt(m[1], 10, 64)
 	return n
 }
-
-// lines joins commands into one stream, each ended with CRLF.
-func lines(cmds ...string) string { return strings.Join(cmds, "\r\n") + "\r\n" }

@@ -124,3 +124,56 @@ func TestHostilePauseEndsWhenItsServerStops(t *testing.T) {
 		return converse(t, b, []byte(reserveNow)) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
 	})
 }
+
+// TestHostileWaitingReserveWakesWhenThePauseEnds: a reserve waiting on a paused tube (alone,
+// or with another watched tube) gets the job soon after the pause ends, well before its own
+// timeout, as with beanstalkd.
+func TestHostileWaitingReserveWakesWhenThePauseEnds(t *testing.T) {
+	for _, watch := range []string{"watch p", "watch p\r\nwatch other"} {
+		t.Run(strings.ReplaceAll(watch, "\r\n", ","), func(t *testing.T) {
+			addr := startServer(t, Config{Backend: sharedBackends(t)()})
+			if got := converse(t, addr, []byte("use p\r\nput 0 0 10 1\r\nx\r\npause-tube p 1\r\n")); got != "USING p\r\nINSERTED 1\r\nPAUSED\r\n" {
+				t.Fatalf("pausing: %q", got)
+			}
+			c := dialPeer(t, addr)
+			c.send(watch)
+			for range strings.Count(watch, "watch") {
+				c.read(conversationTimeout)
+			}
+			start := time.Now()
+			c.send("reserve-with-timeout 8")
+			if got := c.read(10 * time.Second); got != "RESERVED 1 1\r\nx\r\n" {
+				t.Fatalf("a reserve waiting on the paused tube: %q after %s", got, time.Since(start))
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("a reserve waiting on a tube paused for 1 s got its job after %s", d)
+			}
+		})
+	}
+}
+
+// TestHostileKickInAPausedTube: kick and kick-job in a paused tube make jobs ready, which a
+// reserve still does not take until the pause ends, as beanstalkd.
+func TestHostileKickInAPausedTube(t *testing.T) {
+	differ(t, func(t *testing.T, addr string) string {
+		return script(t, addr, "use kp", "watch kp", "ignore default", "put 0 0 10 1", "body:a", "put 0 100 10 1", "body:b",
+			"put 0 200 10 1", "body:c", "reserve-with-timeout 0", "bury 1 0", "pause-tube kp 30",
+			"kick 1", "kick-job 3", "stats-tube kp", "reserve-with-timeout 0", "kick 5", "stats-tube kp",
+			"reserve-with-timeout 0", "peek-ready")
+	})
+}
+
+// TestHostilePauseOfAHashedTube: a tube whose name is no valid topic name (so its topic is a
+// hash) is paused, reported and resumed like any other.
+func TestHostilePauseOfAHashedTube(t *testing.T) {
+	addr := startServer(t, Config{Backend: sharedBackends(t)()})
+	if got := converse(t, addr, []byte("use a+b\r\nput 0 0 10 1\r\nx\r\npause-tube a+b 1\r\nstats-tube a+b\r\n")); !strings.Contains(got, "\npause: 1\n") || !strings.Contains(got, "name: a+b\n") {
+		t.Fatalf("pausing a+b: %q", got)
+	}
+	if got := converse(t, addr, []byte("watch a+b\r\nreserve-with-timeout 0\r\n")); got != "WATCHING 2\r\nTIMED_OUT\r\n" {
+		t.Errorf("a reserve while a+b is paused: %q", got)
+	}
+	testwait.For(t, 10*time.Second, "a+b to resume", func() bool {
+		return converse(t, addr, []byte("watch a+b\r\nreserve-with-timeout 0\r\n")) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
+	})
+}

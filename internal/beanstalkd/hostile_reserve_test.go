@@ -285,3 +285,88 @@ func TestHostileDeadlineSoonWithAReadyJob(t *testing.T) {
 		return tr.String()
 	})
 }
+
+// TestHostileHangupsOverSeveralTubesStrandNoJob: connections waiting on two tubes hang up
+// while jobs arrive in both at once; no job stays reserved.
+func TestHostileHangupsOverSeveralTubesStrandNoJob(t *testing.T) {
+	addr := startServer(t, Config{Backend: newDelayqBackend(t)})
+	const jobs = 30
+	var waiters []rawPeer
+	for range 20 {
+		p := dialRaw(t, addr)
+		p.p.send("watch h1", "watch h2", "reserve-with-timeout 5")
+		waiters = append(waiters, p)
+	}
+	c1, c2 := dialPeer(t, addr), dialPeer(t, addr)
+	c1.do("use h1")
+	c2.do("use h2")
+	c1.pollReply("stats-tube h1", "current-waiting: 20", 5*time.Second)
+	var wg sync.WaitGroup
+	for _, c := range []*peer{c1, c2} {
+		wg.Go(func() {
+			for range jobs {
+				c.send("put 0 0 120 1", "x")
+			}
+		})
+	}
+	for _, p := range waiters {
+		wg.Go(p.close)
+	}
+	wg.Wait()
+	for _, c := range []*peer{c1, c2} {
+		for range jobs {
+			if r := c.read(conversationTimeout); !strings.HasPrefix(r, "INSERTED ") {
+				t.Fatalf("put: %q", r)
+			}
+		}
+	}
+	for _, tube := range []string{"h1", "h2"} {
+		testwait.For(t, 10*time.Second, "every job of "+tube+" ready again", func() bool {
+			st := c1.do("stats-tube " + tube)
+			return statField(st, "current-jobs-ready") == jobs && statField(st, "current-jobs-reserved") == 0
+		})
+	}
+}
+
+// TestHostileIndexAfterConcurrentPuts: every id issued to concurrent puts names its job: peek
+// shows its body, stats-job its tube (a hashed topic's too).
+func TestHostileIndexAfterConcurrentPuts(t *testing.T) {
+	addr := startServer(t, Config{Backend: newDelayqBackend(t)})
+	tubes := []string{"ix-a", "ix+b"}
+	peers := []rawPeer{dialRaw(t, addr), dialRaw(t, addr), dialRaw(t, addr), dialRaw(t, addr)}
+	type put struct {
+		id   uint64
+		tube string
+		body string
+	}
+	got := make([][]put, len(peers))
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		wg.Go(func() {
+			tube := tubes[i%2]
+			p.do("use " + tube)
+			for k := range 50 {
+				body := fmt.Sprintf("%d-%02d", i, k)
+				r, _ := p.do(fmt.Sprintf("put 0 0 60 %d", len(body)), body)
+				if id, ok := replyID(r); ok {
+					got[i] = append(got[i], put{id, tube, body})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	c := dialPeer(t, addr)
+	for i, ps := range got {
+		if len(ps) != 50 {
+			t.Fatalf("connection %d: %d puts of 50 inserted", i, len(ps))
+		}
+		for _, p := range ps {
+			if r := c.do(fmt.Sprintf("peek %d", p.id)); r != fmt.Sprintf("FOUND %d %d\r\n%s\r\n", p.id, len(p.body), p.body) {
+				t.Errorf("peek %d: %q; want body %q", p.id, r, p.body)
+			}
+			if r := c.do(fmt.Sprintf("stats-job %d", p.id)); !strings.Contains(r, "\ntube: "+p.tube+"\n") {
+				t.Errorf("stats-job %d: want tube %s:\n%s", p.id, p.tube, r)
+			}
+		}
+	}
+}
