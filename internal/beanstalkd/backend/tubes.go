@@ -423,7 +423,20 @@ func (b *Backend) PauseTube(ctx context.Context, tube string, delay time.Duratio
 		return err
 	}
 	b.resumeAt(topic, p.UntilMs)
+	if delay <= 0 {
+		// Over at once: the next reserve takes the tube's jobs, as beanstalkd's does.
+		return storeError(b.endPause(ctx, topic, p.UntilMs))
+	}
 	return nil
+}
+
+// endPause resumes topic, unless a later pause has replaced the one that ends at untilMs.
+func (b *Backend) endPause(ctx context.Context, topic string, untilMs int64) error {
+	ended, err := b.st.EndBeanstalkdPause(ctx, topic, untilMs)
+	if err == nil && ended {
+		err = b.c.ResumeTopic(ctx, topic)
+	}
+	return err
 }
 
 // resumeAt resumes topic at untilMs, unless a later pause has replaced this one by then.
@@ -439,11 +452,7 @@ func (b *Backend) resumeAt(topic string, untilMs int64) {
 	b.timers[topic] = time.AfterFunc(time.Until(time.UnixMilli(untilMs)), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ended, err := b.st.EndBeanstalkdPause(ctx, topic, untilMs)
-		if err == nil && ended {
-			err = b.c.ResumeTopic(ctx, topic)
-		}
-		if err != nil {
+		if err := b.endPause(ctx, topic, untilMs); err != nil {
 			b.log.Warn("beanstalkd: resuming a paused tube", "topic", topic, "err", err)
 		}
 	})
