@@ -33,8 +33,16 @@ type Backend struct {
 
 	mu       sync.Mutex
 	sessions map[proto.Session]map[uint64]held // the jobs each connection holds
-	timers   map[string]*time.Timer            // the resumes of paused topics, by topic
+	timers   map[string]pauseTimer             // the resumes of paused topics, by topic
+	watching bool                              // Start's rereading of the pauses runs
 	closed   bool                              // no more timers
+	stop     chan struct{}                     // closed by Close
+}
+
+// pauseTimer resumes a topic when its pause, which ends at untilMs, ends.
+type pauseTimer struct {
+	t       *time.Timer
+	untilMs int64
 }
 
 // held is a job a connection reserved.
@@ -51,7 +59,8 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 	b := &Backend{
 		c: c, st: clienthooks.Store(c), log: log,
 		sessions: map[proto.Session]map[uint64]held{},
-		timers:   map[string]*time.Timer{},
+		timers:   map[string]pauseTimer{},
+		stop:     make(chan struct{}),
 	}
 	b.issuer = coalesce.New(maxIssue, 1, b.issue)
 	// One flush at a time: two library Reserves of one topic at once, over several partitions,
