@@ -36,10 +36,12 @@ func TestHostileOrderOverPartitionsWithReleases(t *testing.T) {
 func TestHostileConcurrentReservesOverPartitionsAndTubes(t *testing.T) {
 	eachPartitioning(t, func(t *testing.T, cfg delayq.Config) {
 		addr := startServer(t, Config{Backend: newDelayqBackendWith(t, cfg)})
-		pris := putJobs(t, addr, "pa", 150, func(i int) int { return (i * 3) % 7 })
-		for id, p := range putJobs(t, addr, "pb", 150, func(i int) int { return (i * 5) % 7 }) {
-			pris[id] = p
+		for range 3 {
+			pris := putJobs(t, addr, "pa", 300, func(i int) int { return (i * 3) % 7 })
+			for id, p := range putJobs(t, addr, "pb", 300, func(i int) int { return (i * 5) % 7 }) {
+				pris[id] = p
+			}
+			checkDrained(t, pris, drainConcurrently(t, addr, 16, []string{"pa", "pb"}))
 		}
-		checkDrained(t, pris, drainConcurrently(t, addr, 10, []string{"pa", "pb"}))
 	})
 }
