@@ -101,3 +101,46 @@ func TestHostileFailedPutCountsNoJob(t *testing.T) {
 		t.Errorf("stats total-jobs after 2 puts and one refused: %d; want 2", tj)
 	}
 }
+
+// TestHostileTwoServersIssueUniqueIDs: two servers on one Redis, taking puts at once, never
+// issue one id twice, and each connection's ids increase.
+func TestHostileTwoServersIssueUniqueIDs(t *testing.T) {
+	newBackend := sharedBackends(t)
+	addrs := []string{startServer(t, Config{Backend: newBackend()}), startServer(t, Config{Backend: newBackend()})}
+	const conns, puts = 8, 50
+	peers := make([]rawPeer, conns)
+	for i := range peers {
+		peers[i] = dialRaw(t, addrs[i%2])
+	}
+	got := make([][]uint64, conns)
+	var wg sync.WaitGroup
+	for i, p := range peers {
+		wg.Go(func() {
+			for range puts {
+				r, _ := p.do("put 0 0 60 1", "x")
+				if n, ok := replyID(r); ok {
+					got[i] = append(got[i], n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for i, ns := range got {
+		if len(ns) != puts {
+			t.Errorf("connection %d: %d of %d puts inserted", i, len(ns), puts)
+		}
+		for k, n := range ns {
+			if k > 0 && n <= ns[k-1] {
+				t.Errorf("connection %d: id %d after %d", i, n, ns[k-1])
+			}
+			if seen[n] {
+				t.Errorf("id %d issued twice", n)
+			}
+			seen[n] = true
+		}
+	}
+	if tj := statField(converse(t, addrs[1], []byte("stats-tube default\r\n")), "total-jobs"); tj != conns*puts {
+		t.Errorf("stats-tube default total-jobs: %d; want %d", tj, conns*puts)
+	}
+}
