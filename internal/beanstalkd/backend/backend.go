@@ -33,8 +33,16 @@ type Backend struct {
 
 	mu       sync.Mutex
 	sessions map[proto.Session]map[uint64]held // the jobs each connection holds
-	timers   map[string]*time.Timer            // the resumes of paused topics, by topic
+	timers   map[string]pauseTimer             // the resumes of paused topics, by topic
+	watching bool                              // Start's rereading of the pauses runs
 	closed   bool                              // no more timers
+	stop     chan struct{}                     // closed by Close
+}
+
+// pauseTimer resumes a topic when its pause, which ends at untilMs, ends.
+type pauseTimer struct {
+	t       *time.Timer
+	untilMs int64
 }
 
 // held is a job a connection reserved.
@@ -51,10 +59,13 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 	b := &Backend{
 		c: c, st: clienthooks.Store(c), log: log,
 		sessions: map[proto.Session]map[uint64]held{},
-		timers:   map[string]*time.Timer{},
+		timers:   map[string]pauseTimer{},
+		stop:     make(chan struct{}),
 	}
 	b.issuer = coalesce.New(maxIssue, 1, b.issue)
-	b.reserver = coalesce.New(maxReserveBatch, 2, b.reserveNow)
+	// One flush at a time: two library Reserves of one topic at once, over several partitions,
+	// may each lease past the other's heads, out of priority order.
+	b.reserver = coalesce.New(maxReserveBatch, 1, b.reserveNow)
 	return b
 }
 
@@ -137,7 +148,11 @@ func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr t
 		ID: store.BeanstalkdJobID(n), Body: body, Pri: pri, Delay: delay, TTR: ttr,
 	})
 	if err != nil {
-		_ = b.st.ForgetBeanstalkdID(context.WithoutCancel(ctx), n, store.BeanstalkdJob{Topic: topic, ID: store.BeanstalkdJobID(n)})
+		wctx := context.WithoutCancel(ctx)
+		_ = b.st.ForgetBeanstalkdID(wctx, n, store.BeanstalkdJob{Topic: topic, ID: store.BeanstalkdJobID(n)})
+		// The issue counted a put; no job was made, and total-jobs counts jobs made.
+		b.count(wctx, store.BeanstalkdTubeCounter(topic, "put"), -1)
+		b.count(wctx, store.BeanstalkdPutCounter, -1)
 		return 0, false, storeError(err)
 	}
 	if delay > 0 {

@@ -129,7 +129,7 @@ func (b *Backend) reserveNow(ctx context.Context, topics []string) []reserved {
 		byTopic[t] = append(byTopic[t], i)
 	}
 	for topic, reqs := range byTopic {
-		jobs, err := b.c.Reserve(ctx, topic, delayq.ReserveOptions{Max: len(reqs)})
+		jobs, err := b.reserveUpTo(ctx, topic, len(reqs))
 		if errors.Is(err, delayq.ErrNotFound) {
 			err = nil // no such topic yet: no job
 		}
@@ -141,6 +141,28 @@ func (b *Backend) reserveNow(ctx context.Context, topics []string) []reserved {
 		}
 	}
 	return out
+}
+
+// reserveUpTo reserves up to n jobs of topic without a wait: in one call, or one at a time
+// when n is over the Client's Limits.MaxReserve.
+func (b *Backend) reserveUpTo(ctx context.Context, topic string, n int) ([]*delayq.Job, error) {
+	jobs, err := b.c.Reserve(ctx, topic, delayq.ReserveOptions{Max: n})
+	var invalid *delayq.InvalidError
+	if n == 1 || !errors.As(err, &invalid) || invalid.Field != "max" {
+		return jobs, err
+	}
+	jobs = nil
+	for range n {
+		one, err := b.c.Reserve(ctx, topic, delayq.ReserveOptions{Max: 1})
+		if err != nil && len(jobs) == 0 {
+			return nil, err
+		}
+		if err != nil || len(one) == 0 {
+			break
+		}
+		jobs = append(jobs, one...)
+	}
+	return jobs, nil
 }
 
 // reserveEach reserves at most one job from each topic at once; with a wait, the first job to

@@ -423,7 +423,25 @@ func (b *Backend) PauseTube(ctx context.Context, tube string, delay time.Duratio
 		return err
 	}
 	b.resumeAt(topic, p.UntilMs)
+	if delay <= 0 {
+		// Over at once: the next reserve takes the tube's jobs, as beanstalkd's does, whoever
+		// forgets the pause first (the timer just set may).
+		if err := b.c.ResumeTopic(ctx, topic); err != nil {
+			return storeError(err)
+		}
+		_, err := b.st.EndBeanstalkdPause(ctx, topic, p.UntilMs)
+		return storeError(err)
+	}
 	return nil
+}
+
+// endPause resumes topic, unless a later pause has replaced the one that ends at untilMs.
+func (b *Backend) endPause(ctx context.Context, topic string, untilMs int64) error {
+	ended, err := b.st.EndBeanstalkdPause(ctx, topic, untilMs)
+	if err == nil && ended {
+		err = b.c.ResumeTopic(ctx, topic)
+	}
+	return err
 }
 
 // resumeAt resumes topic at untilMs, unless a later pause has replaced this one by then.
@@ -433,25 +451,48 @@ func (b *Backend) resumeAt(topic string, untilMs int64) {
 	if b.closed {
 		return
 	}
-	if t := b.timers[topic]; t != nil {
-		t.Stop()
+	if pt, ok := b.timers[topic]; ok {
+		if pt.untilMs == untilMs {
+			return
+		}
+		pt.t.Stop()
 	}
-	b.timers[topic] = time.AfterFunc(time.Until(time.UnixMilli(untilMs)), func() {
+	b.timers[topic] = pauseTimer{untilMs: untilMs, t: time.AfterFunc(time.Until(time.UnixMilli(untilMs)), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		ended, err := b.st.EndBeanstalkdPause(ctx, topic, untilMs)
-		if err == nil && ended {
-			err = b.c.ResumeTopic(ctx, topic)
-		}
-		if err != nil {
+		if err := b.endPause(ctx, topic, untilMs); err != nil {
 			b.log.Warn("beanstalkd: resuming a paused tube", "topic", topic, "err", err)
 		}
-	})
+		// Forgotten, so that the next reading of the pauses tries again after a failure.
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.timers[topic].untilMs == untilMs {
+			delete(b.timers, topic)
+		}
+	})}
 }
 
+// pauseRecheck is how often a started Backend reads the pauses kept in Redis, to resume the
+// tubes other servers paused (which may stop before the pause ends).
+const pauseRecheck = time.Second
+
 // Start resumes, when they end, the pauses kept in Redis: those a server made before it
-// stopped, or another server made.
+// stopped, or another server made, now and later on, until Close.
 func (b *Backend) Start(ctx context.Context) error {
+	if err := b.loadPauses(ctx); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.watching && !b.closed {
+		b.watching = true
+		go b.watchPauses()
+	}
+	return nil
+}
+
+// loadPauses sets a resume for each pause kept in Redis.
+func (b *Backend) loadPauses(ctx context.Context) error {
 	pauses, err := b.st.BeanstalkdPauses(ctx)
 	if err != nil {
 		return err
@@ -462,12 +503,34 @@ func (b *Backend) Start(ctx context.Context) error {
 	return nil
 }
 
+// watchPauses reads the pauses kept in Redis every pauseRecheck until Close.
+func (b *Backend) watchPauses() {
+	t := time.NewTicker(pauseRecheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := b.loadPauses(ctx); err != nil {
+			b.log.Warn("beanstalkd: reading the tubes' pauses", "err", err)
+		}
+		cancel()
+	}
+}
+
 // Close stops the Backend's timers; the pauses they were to end stay kept in Redis.
 func (b *Backend) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
 	b.closed = true
-	for _, t := range b.timers {
-		t.Stop()
+	close(b.stop)
+	for _, pt := range b.timers {
+		pt.t.Stop()
 	}
 }

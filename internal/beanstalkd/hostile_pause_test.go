@@ -1,0 +1,179 @@
+package beanstalkd
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/delayqtest"
+	"github.com/delayq/delayq/internal/beanstalkd/backend"
+	"github.com/delayq/delayq/internal/testwait"
+)
+
+// sharedBackends returns a constructor of started Backends, each on its own Client of one
+// redis-server: servers that share tubes.
+func sharedBackends(t *testing.T) func() *backend.Backend {
+	rdb := delayqtest.NewRedis(t)
+	return func() *backend.Backend {
+		c, err := delayq.New(context.Background(), rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		b := backend.New(c, slog.New(slog.DiscardHandler))
+		t.Cleanup(b.Close)
+		if err := b.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
+const reserveNow = "watch p\r\nreserve-with-timeout 0\r\n"
+
+// TestHostilePauseZeroResumesAtOnce: pause-tube with 0 seconds ends a pause, and a reserve
+// right after it takes the job, as beanstalkd.
+func TestHostilePauseZeroResumesAtOnce(t *testing.T) {
+	differ(t, func(t *testing.T, addr string) string {
+		return script(t, addr, "use p", "put 0 0 10 1", "body:x", "pause-tube p 30", "watch p",
+			"reserve-with-timeout 0", "pause-tube p 0", "reserve-with-timeout 0", "stats-tube p")
+	})
+}
+
+// TestHostilePauseOfATubeWithoutJobs: a tube a connection uses but that holds no job can be
+// paused, and a job put into it then waits for the pause's end, as beanstalkd.
+func TestHostilePauseOfATubeWithoutJobs(t *testing.T) {
+	differ(t, func(t *testing.T, addr string) string {
+		return script(t, addr, "use q", "pause-tube q 30", "stats-tube q", "put 0 0 10 1", "body:x",
+			"watch q", "reserve-with-timeout 0", "list-tubes")
+	})
+}
+
+// TestHostileDeletedTubeForgetsItsPause: a paused tube whose jobs are gone and that no
+// connection uses any more is gone, as in beanstalkd: list-tubes leaves it out and stats-tube
+// says NOT_FOUND.
+func TestHostileDeletedTubeForgetsItsPause(t *testing.T) {
+	differ(t, func(t *testing.T, addr string) string {
+		first := script(t, addr, "use gone", "put 0 0 10 1", "body:x", "pause-tube gone 30", "peek-ready", "delete 1")
+		var second string
+		// beanstalkd drops the tube once the first connection has gone: wait for that.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			second = script(t, addr, "list-tubes", "stats-tube gone")
+			if !strings.Contains(second, "name: gone") && !strings.Contains(second, "- gone") || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return first + second
+	})
+}
+
+// TestHostileSecondPauseExtends: a second pause-tube that ends later keeps the tube paused
+// past the first one's end.
+func TestHostileSecondPauseExtends(t *testing.T) {
+	addr := startServer(t, Config{Backend: sharedBackends(t)()})
+	if got := converse(t, addr, []byte("use p\r\nput 0 0 10 1\r\nx\r\npause-tube p 1\r\npause-tube p 3\r\n")); got != "USING p\r\nINSERTED 1\r\nPAUSED\r\nPAUSED\r\n" {
+		t.Fatalf("pausing: %q", got)
+	}
+	time.Sleep(1500 * time.Millisecond) // past the first pause's end
+	if got := converse(t, addr, []byte(reserveNow)); got != "WATCHING 2\r\nTIMED_OUT\r\n" {
+		t.Errorf("a reserve after the first pause's end, before the second's: %q", got)
+	}
+	testwait.For(t, 10*time.Second, "the tube to resume", func() bool {
+		return converse(t, addr, []byte(reserveNow)) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
+	})
+}
+
+// TestHostilePauseShortenedOnAnotherServer: a pause-tube on another server that ends sooner
+// than the first ends the pause then, on both servers; one that ends later, on a third
+// server, keeps the tube paused past the earlier ends.
+func TestHostilePauseShortenedOnAnotherServer(t *testing.T) {
+	newBackend := sharedBackends(t)
+	a := startServer(t, Config{Backend: newBackend()})
+	b := startServer(t, Config{Backend: newBackend()})
+	converse(t, a, []byte("use p\r\nput 0 0 10 1\r\nx\r\npause-tube p 60\r\n"))
+	converse(t, b, []byte("pause-tube p 1\r\n"))
+	testwait.For(t, 10*time.Second, "the shortened pause to end", func() bool {
+		return converse(t, a, []byte(reserveNow)) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
+	})
+	converse(t, b, []byte("pause-tube p 1\r\n"))
+	converse(t, a, []byte("pause-tube p 4\r\n"))
+	time.Sleep(1500 * time.Millisecond)
+	if got := converse(t, b, []byte(reserveNow)); got != "WATCHING 2\r\nTIMED_OUT\r\n" {
+		t.Errorf("a reserve after the shorter pause's end, before the longer's: %q", got)
+	}
+}
+
+// TestHostilePauseEndsWhenItsServerStops: a server that is running (started before the
+// pause) resumes a tube another server paused and then stopped, when the pause ends.
+func TestHostilePauseEndsWhenItsServerStops(t *testing.T) {
+	newBackend := sharedBackends(t)
+	other := newBackend()
+	b := startServer(t, Config{Backend: other})
+	first := newBackend()
+	a := startServer(t, Config{Backend: first})
+	if got := converse(t, a, []byte("use p\r\nput 0 0 10 1\r\nx\r\npause-tube p 1\r\n")); got != "USING p\r\nINSERTED 1\r\nPAUSED\r\n" {
+		t.Fatalf("pausing: %q", got)
+	}
+	first.Close()
+	testwait.For(t, 10*time.Second, "the running server to resume the tube", func() bool {
+		return converse(t, b, []byte(reserveNow)) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
+	})
+}
+
+// TestHostileWaitingReserveWakesWhenThePauseEnds: a reserve waiting on a paused tube (alone,
+// or with another watched tube) gets the job soon after the pause ends, well before its own
+// timeout, as with beanstalkd.
+func TestHostileWaitingReserveWakesWhenThePauseEnds(t *testing.T) {
+	for _, watch := range []string{"watch p", "watch p\r\nwatch other"} {
+		t.Run(strings.ReplaceAll(watch, "\r\n", ","), func(t *testing.T) {
+			addr := startServer(t, Config{Backend: sharedBackends(t)()})
+			if got := converse(t, addr, []byte("use p\r\nput 0 0 10 1\r\nx\r\npause-tube p 1\r\n")); got != "USING p\r\nINSERTED 1\r\nPAUSED\r\n" {
+				t.Fatalf("pausing: %q", got)
+			}
+			c := dialPeer(t, addr)
+			c.send(watch)
+			for range strings.Count(watch, "watch") {
+				c.read(conversationTimeout)
+			}
+			start := time.Now()
+			c.send("reserve-with-timeout 8")
+			if got := c.read(10 * time.Second); got != "RESERVED 1 1\r\nx\r\n" {
+				t.Fatalf("a reserve waiting on the paused tube: %q after %s", got, time.Since(start))
+			}
+			if d := time.Since(start); d > 4*time.Second {
+				t.Errorf("a reserve waiting on a tube paused for 1 s got its job after %s", d)
+			}
+		})
+	}
+}
+
+// TestHostileKickInAPausedTube: kick and kick-job in a paused tube make jobs ready, which a
+// reserve still does not take until the pause ends, as beanstalkd.
+func TestHostileKickInAPausedTube(t *testing.T) {
+	differ(t, func(t *testing.T, addr string) string {
+		return script(t, addr, "use kp", "watch kp", "ignore default", "put 0 0 10 1", "body:a", "put 0 100 10 1", "body:b",
+			"put 0 200 10 1", "body:c", "reserve-with-timeout 0", "bury 1 0", "pause-tube kp 30",
+			"kick 1", "kick-job 3", "stats-tube kp", "reserve-with-timeout 0", "kick 5", "stats-tube kp",
+			"reserve-with-timeout 0", "peek-ready")
+	})
+}
+
+// TestHostilePauseOfAHashedTube: a tube whose name is no valid topic name (so its topic is a
+// hash) is paused, reported and resumed like any other.
+func TestHostilePauseOfAHashedTube(t *testing.T) {
+	addr := startServer(t, Config{Backend: sharedBackends(t)()})
+	if got := converse(t, addr, []byte("use a+b\r\nput 0 0 10 1\r\nx\r\npause-tube a+b 1\r\nstats-tube a+b\r\n")); !strings.Contains(got, "\npause: 1\n") || !strings.Contains(got, "name: a+b\n") {
+		t.Fatalf("pausing a+b: %q", got)
+	}
+	if got := converse(t, addr, []byte("watch a+b\r\nreserve-with-timeout 0\r\n")); got != "WATCHING 2\r\nTIMED_OUT\r\n" {
+		t.Errorf("a reserve while a+b is paused: %q", got)
+	}
+	testwait.For(t, 10*time.Second, "a+b to resume", func() bool {
+		return converse(t, addr, []byte("watch a+b\r\nreserve-with-timeout 0\r\n")) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
+	})
+}
