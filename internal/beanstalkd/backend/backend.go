@@ -28,8 +28,8 @@ type Backend struct {
 	c        *delayq.Client
 	st       *store.Store
 	log      *slog.Logger
-	issuer   *coalesce.Coalescer[string, issued]   // the ids of puts, by topic
-	reserver *coalesce.Coalescer[string, reserved] // reserves without a wait, by topic
+	issuer   *coalesce.Coalescer[string, issued]     // the ids of puts, by topic
+	reserver *coalesce.Coalescer[[]string, reserved] // reserves without a wait, by watched topics
 
 	mu       sync.Mutex
 	sessions map[proto.Session]map[uint64]held // the jobs each connection holds

@@ -1,14 +1,18 @@
 package backend
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/beanstalkd/proto"
 	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/store"
 )
 
 // waitStep bounds one long poll of the library's Reserve (its Limits.MaxWait is 60 s by
@@ -59,16 +63,20 @@ func (b *Backend) Reserve(ctx context.Context, s proto.Session, tubes []string, 
 }
 
 // take reserves the most urgent job of topics, waiting up to wait for one; nil when none came.
+// Without a wait it takes no job it does not keep: the reserves of every connection go
+// together through reserveNow, which looks at the watched tubes' heads before it takes any.
+// A wait on several tubes waits on each at once; should jobs come in two at the same moment,
+// the best is kept and the others go back to their place (a release keeps a job's rank).
 func (b *Backend) take(ctx context.Context, topics []string, wait time.Duration) (*delayq.Job, error) {
+	if wait == 0 {
+		// Short, and never cut: a job taken for a request that was gone would wait out its TTR.
+		r, _ := b.reserver.Do(context.WithoutCancel(ctx), topics)
+		return r.job, r.err
+	}
 	if len(topics) == 1 {
 		return b.reserveOne(ctx, topics[0], wait)
 	}
-	// Each tube's most urgent job, without waiting; the best is kept and the others go back to
-	// their place (a release keeps a job's rank). Only when no tube has one, wait on all.
-	jobs, err := b.reserveEach(ctx, topics, 0)
-	if len(jobs) == 0 && err == nil && wait > 0 {
-		jobs, err = b.reserveEach(ctx, topics, wait)
-	}
+	jobs, err := b.reserveEach(ctx, topics, wait)
 	if len(jobs) == 0 {
 		return nil, err
 	}
@@ -86,21 +94,15 @@ func (b *Backend) take(ctx context.Context, topics []string, wait time.Duration)
 	return best, nil
 }
 
+// reserveOne waits up to wait for a job of topic; nil when none came.
 func (b *Backend) reserveOne(ctx context.Context, topic string, wait time.Duration) (*delayq.Job, error) {
-	if wait == 0 {
-		// Short, and never cut: a job taken for a request that was gone would wait out its TTR.
-		r, _ := b.reserver.Do(context.WithoutCancel(ctx), topic)
-		return r.job, r.err
-	}
 	jobs, err := b.c.Reserve(ctx, topic, delayq.ReserveOptions{Wait: wait})
 	if errors.Is(err, delayq.ErrNotFound) {
-		if wait > 0 {
-			// The topic does not exist yet; the library waits for it only when told to.
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+		// The topic does not exist yet: wait all the same.
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 		return nil, nil
 	}
@@ -119,21 +121,44 @@ type reserved struct {
 // maxReserveBatch bounds the reserves without a wait that one call serves.
 const maxReserveBatch = 100
 
-// reserveNow serves concurrent reserves without a wait with one call a topic: each takes as
-// many jobs as the topic has requests, handed out in the order the requests came. The calls'
-// contexts never end (see reserveOne), so no job is taken for a request that is gone.
-func (b *Backend) reserveNow(ctx context.Context, topics []string) []reserved {
-	out := make([]reserved, len(topics))
-	byTopic := map[string][]int{}
-	for i, t := range topics {
-		byTopic[t] = append(byTopic[t], i)
+// reserveNow serves concurrent reserves without a wait, each over the topics it watches, one
+// flush at a time. Requests that watch one topic each take that topic's first jobs, in the
+// order the requests came, with one library reserve a topic. When a request watches several,
+// the topics' heads are looked at first (which moves due jobs to the ready sets, as a reserve
+// would) and each request, in order, is given the best head among its topics; then each topic
+// is reserved for as many jobs as it was given, so no job is taken that is not handed out.
+// Another server, or a waiting reserve, may take a head meanwhile: a request can then get a
+// later job of the same topic, or none (it then waits, or times out, like any reserve). The
+// calls' contexts never end (see take), so no job is taken for a request that is gone.
+func (b *Backend) reserveNow(ctx context.Context, reqs [][]string) []reserved {
+	out := make([]reserved, len(reqs))
+	given := make([]string, len(reqs)) // the topic each request takes from; "" for none
+	several := false
+	for i, topics := range reqs {
+		given[i] = topics[0]
+		several = several || len(topics) > 1
 	}
-	for topic, reqs := range byTopic {
-		jobs, err := b.reserveUpTo(ctx, topic, len(reqs))
+	if several {
+		var err error
+		if given, err = b.assign(ctx, reqs); err != nil {
+			for i := range out {
+				out[i].err = err
+			}
+			return out
+		}
+	}
+	byTopic := map[string][]int{}
+	for i, t := range given {
+		if t != "" {
+			byTopic[t] = append(byTopic[t], i)
+		}
+	}
+	for topic, idx := range byTopic {
+		jobs, err := b.reserveUpTo(ctx, topic, len(idx))
 		if errors.Is(err, delayq.ErrNotFound) {
 			err = nil // no such topic yet: no job
 		}
-		for k, i := range reqs {
+		for k, i := range idx {
 			out[i].err = err
 			if k < len(jobs) {
 				out[i].job = jobs[k]
@@ -141,6 +166,65 @@ func (b *Backend) reserveNow(ctx context.Context, topics []string) []reserved {
 		}
 	}
 	return out
+}
+
+// head is a ready job at the head of a topic, as a peek sees it.
+type head struct {
+	score float64
+	id    string
+}
+
+// assign looks at the heads of every topic reqs watch and gives each request, in order, the
+// topic of the best head left among those it watches ("" when none has one).
+func (b *Backend) assign(ctx context.Context, reqs [][]string) ([]string, error) {
+	registered, err := b.st.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var parts []keys.Partition
+	var of []string // the topic of each of parts
+	seen := map[string]bool{}
+	for _, topics := range reqs {
+		for _, t := range topics {
+			if seen[t] {
+				continue
+			}
+			seen[t] = true
+			for p := range registered[t] {
+				parts = append(parts, b.st.Partition(t, p))
+				of = append(of, t)
+			}
+		}
+	}
+	heads := map[string][]head{}
+	for i, pk := range b.st.Peek(ctx, parts, store.LanePull, len(reqs), promoteBulk) {
+		if pk.Err != nil {
+			return nil, pk.Err
+		}
+		for k, score := range pk.Scores {
+			heads[of[i]] = append(heads[of[i]], head{score, pk.IDs[k]})
+		}
+	}
+	for _, hs := range heads {
+		slices.SortFunc(hs, func(x, y head) int { return cmp.Or(cmp.Compare(x.score, y.score), cmp.Compare(x.id, y.id)) })
+	}
+	next := map[string]int{} // each topic's first head not yet given
+	given := make([]string, len(reqs))
+	for i, topics := range reqs {
+		var best *head
+		for _, t := range topics {
+			if k := next[t]; k < len(heads[t]) {
+				h := &heads[t][k]
+				if best == nil || cmp.Or(cmp.Compare(h.score, best.score), cmp.Compare(h.id, best.id)) < 0 {
+					best, given[i] = h, t
+				}
+			}
+		}
+		if best != nil {
+			next[given[i]]++
+		}
+	}
+	return given, nil
 }
 
 // reserveUpTo reserves up to n jobs of topic without a wait: in one call, or one at a time
@@ -165,8 +249,8 @@ func (b *Backend) reserveUpTo(ctx context.Context, topic string, n int) ([]*dela
 	return jobs, nil
 }
 
-// reserveEach reserves at most one job from each topic at once; with a wait, the first job to
-// come ends the others' waits (without one, every topic is asked to the end). A topic's error counts only when no job came at all.
+// reserveEach waits up to wait on every topic at once for one job each; the first job to come
+// ends the others' waits. A topic's error counts only when no job came at all.
 func (b *Backend) reserveEach(ctx context.Context, topics []string, wait time.Duration) ([]*delayq.Job, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -185,9 +269,7 @@ func (b *Backend) reserveEach(ctx context.Context, topics []string, wait time.Du
 			defer mu.Unlock()
 			if j != nil {
 				jobs = append(jobs, j)
-				if wait > 0 {
-					cancel()
-				}
+				cancel()
 			} else if err != nil {
 				errs = append(errs, err)
 			}
