@@ -3,11 +3,9 @@ package beanstalkd
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // jobStreams and jobStreamLines bound the random test of stored jobs.
@@ -21,15 +19,10 @@ const (
 // reserve-job) to a fresh real beanstalkd and a fresh server on the delayq Backend, and wants
 // the same replies (clock fields aside). Each stream uses a tube of its own and names only the
 // ids of its own jobs (and one that does not exist); delays are 0 or far in the future, each
-// its own, and TTRs long, so no reply depends on timing. Both servers issue the same ids, as they get the
-// same puts in the same order. The seed is logged: a failure reproduces with it.
+// its own, and TTRs long, so no reply depends on timing. Both servers issue the same ids, as
+// they get the same puts in the same order. The seed is logged: a failure reproduces with it.
 func TestRandomJobStreamsMatchBeanstalkd(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if env := os.Getenv("BEANSTALKD_PROPERTY_SEED"); env != "" {
-		seed, _ = strconv.ParseUint(env, 10, 64)
-	}
-	t.Logf("seed %d (set BEANSTALKD_PROPERTY_SEED to repeat)", seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x243f6a8885a308d3))
+	rng := propertyRand(t, 0x243f6a8885a308d3)
 	s := startServers(t, newDelayqBackend(t))
 	var next uint64 = 1 // the id the next put gets on both servers
 	for i := 0; i < jobStreams && !t.Failed(); i++ {

@@ -23,18 +23,24 @@ const (
 // normalised; commands on job ids only come malformed), so any difference is the protocol
 // layer's. The seed is logged: a failure reproduces with it.
 func TestRandomStreamsMatchBeanstalkd(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	if env := os.Getenv("BEANSTALKD_PROPERTY_SEED"); env != "" {
-		seed, _ = strconv.ParseUint(env, 10, 64)
-	}
-	t.Logf("seed %d (set BEANSTALKD_PROPERTY_SEED to repeat)", seed)
-	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	rng := propertyRand(t, 0x9e3779b97f4a7c15)
 	eachBackend(t, func(t *testing.T, newBackend func() proto.Backend) {
 		s := startServers(t, newBackend())
 		for i := 0; i < propertyStreams && !t.Failed(); i++ {
 			s.compare(t, randomStream(rng))
 		}
 	})
+}
+
+// propertyRand returns the random source of a property test, seeded from
+// BEANSTALKD_PROPERTY_SEED or the clock; the seed is logged, so that a failure repeats.
+func propertyRand(t *testing.T, stream uint64) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if env := os.Getenv("BEANSTALKD_PROPERTY_SEED"); env != "" {
+		seed, _ = strconv.ParseUint(env, 10, 64)
+	}
+	t.Logf("seed %d (set BEANSTALKD_PROPERTY_SEED to repeat)", seed)
+	return rand.New(rand.NewPCG(seed, seed^stream))
 }
 
 // randomStream returns 1 to propertyLines lines of the grammar, now and then ending in quit.
