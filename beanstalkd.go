@@ -40,6 +40,7 @@ func init() {
 		tracing.End(span, err)
 		return err
 	}
+	clienthooks.ReadyOrder = func(a, b any) int { return readyOrder(a.(*Job), b.(*Job)) }
 	clienthooks.ReserveJob = func(ctx context.Context, client any, topic, id string) (any, error) {
 		c := client.(*Client)
 		p, err := c.existing(ctx, topic, id)

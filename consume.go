@@ -409,10 +409,11 @@ func (c *Client) bestPartitions(ctx context.Context, t *wake.Topic, lane store.L
 // sortByPriority puts jobs from several partitions in the order one partition hands them out:
 // by ready score (highest priority first, then earliest due time; a beanstalkd priority alone
 // for the jobs that have one, as ready_score in the scripts' lib.lua), then by id.
-func sortByPriority(jobs []*Job) {
-	slices.SortStableFunc(jobs, func(a, b *Job) int {
-		return cmp.Or(cmp.Compare(readyScore(a), readyScore(b)), cmp.Compare(a.ID, b.ID))
-	})
+func sortByPriority(jobs []*Job) { slices.SortStableFunc(jobs, readyOrder) }
+
+// readyOrder compares two due jobs as a ready set ranks them: by ready score, then by id.
+func readyOrder(a, b *Job) int {
+	return cmp.Or(cmp.Compare(readyScore(a), readyScore(b)), cmp.Compare(a.ID, b.ID))
 }
 
 // readyScore is a due job's score in its ready set.

@@ -36,6 +36,9 @@ type Lease struct{ Topic, ID, Token string }
 var (
 	// EnqueueRanked enqueues j into topic.
 	EnqueueRanked func(ctx context.Context, client any, topic string, j RankedJob) error
+	// ReadyOrder compares two due *delayq.Jobs as a ready set ranks them: negative when a goes
+	// out first.
+	ReadyOrder func(a, b any) int
 	// ReserveJob leases job id of topic in any state but reserved, and returns it as a
 	// *delayq.Job; ErrNotFound when it does not exist or is reserved.
 	ReserveJob func(ctx context.Context, client any, topic, id string) (any, error)

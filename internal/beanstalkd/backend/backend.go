@@ -4,7 +4,6 @@
 package backend
 
 import (
-	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -357,15 +356,5 @@ func (b *Backend) Peek(ctx context.Context, n uint64) (proto.Job, error) {
 	return b.protoJob(n, j), nil
 }
 
-// readyScore is a due job's rank, as in the scripts' ready sets: lower first, then by id.
-func readyScore(j *delayq.Job) float64 {
-	if j.BeanstalkdPriority != nil {
-		return float64(*j.BeanstalkdPriority)
-	}
-	return float64(-j.Priority)*(1<<43) + float64(j.RunAt.UnixMilli())
-}
-
 // before tells whether due job a goes out before due job b.
-func before(a, b *delayq.Job) bool {
-	return cmp.Or(cmp.Compare(readyScore(a), readyScore(b)), cmp.Compare(a.ID, b.ID)) < 0
-}
+func before(a, b *delayq.Job) bool { return clienthooks.ReadyOrder(a, b) < 0 }
