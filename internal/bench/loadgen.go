@@ -1,17 +1,18 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,19 +20,25 @@ import (
 
 // loadgen drives a delayq server over HTTP/1.1 keep-alive connections. It sends request bodies
 // built ahead of time and decodes only what it must (a reserve's ids and leases), so that its
-// own CPU takes as little as it can from a machine it shares with the server and Redis.
+// own CPU takes as little as it can from a machine it shares with the server and Redis: like
+// wrk, each connection is driven by one goroutine that writes its request and reads the
+// answer on the socket itself, where net/http's client hands every request to two goroutines
+// of its own (a reader and a writer per connection).
 type loadgen struct {
-	base  string // http://host:port
+	addr  string // host:port
 	dials atomic.Int64
 }
 
-func newLoadgen(base string) *loadgen { return &loadgen{base: base} }
+func newLoadgen(base string) *loadgen {
+	return &loadgen{addr: strings.TrimPrefix(strings.TrimRight(base, "/"), "http://")}
+}
 
-// conn is one keep-alive connection: a client whose transport holds a single connection, so
-// that n conns are n connections, each used by one caller at a time.
+// conn is one keep-alive connection, used by one caller at a time.
 type conn struct {
 	g   *loadgen
-	c   *http.Client
+	nc  net.Conn // nil until dialled, and after the server closed it
+	r   *bufio.Reader
+	req []byte // the request being written
 	buf bytes.Buffer
 }
 
@@ -39,19 +46,8 @@ type conn struct {
 // for a dial.
 func (g *loadgen) conns(ctx context.Context, n int) ([]*conn, error) {
 	out := make([]*conn, n)
-	d := &net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}
 	for i := range out {
-		t := &http.Transport{
-			DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-				g.dials.Add(1)
-				return d.DialContext(ctx, network, addr)
-			},
-			MaxConnsPerHost:     1,
-			MaxIdleConnsPerHost: 1,
-			IdleConnTimeout:     time.Minute,
-			DisableCompression:  true,
-		}
-		out[i] = &conn{g: g, c: &http.Client{Transport: t}}
+		out[i] = &conn{g: g}
 	}
 	err := each(n, func(i int) error {
 		_, err := out[i].do(ctx, http.MethodGet, "/healthz", nil, http.StatusOK)
@@ -67,38 +63,90 @@ func (g *loadgen) conns(ctx context.Context, n int) ([]*conn, error) {
 // closeConns closes the connections of cs.
 func closeConns(cs []*conn) {
 	for _, c := range cs {
-		c.c.CloseIdleConnections()
+		c.close()
 	}
 }
 
+func (c *conn) close() {
+	if c.nc != nil {
+		_ = c.nc.Close()
+		c.nc = nil
+	}
+}
+
+// dial opens the connection.
+func (c *conn) dial(ctx context.Context) error {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", c.g.addr)
+	if err != nil {
+		return err
+	}
+	c.g.dials.Add(1)
+	c.nc = nc
+	if c.r == nil {
+		c.r = bufio.NewReaderSize(nc, 16<<10)
+	} else {
+		c.r.Reset(nc)
+	}
+	return nil
+}
+
 // do sends one request and returns the answer's body, which is valid until the next call; an
-// answer with a status other than want is an error that quotes it.
+// answer with a status other than want is an error that quotes it. When ctx ends, the request
+// in flight fails and the connection is closed.
 func (c *conn) do(ctx context.Context, method, path string, body []byte, want int) ([]byte, error) {
-	var rd io.Reader
+	if c.nc == nil {
+		if err := c.dial(ctx); err != nil {
+			return nil, err
+		}
+	}
+	nc := c.nc
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	c.req = append(c.req[:0], method...)
+	c.req = append(c.req, ' ')
+	c.req = append(c.req, path...)
+	c.req = append(c.req, " HTTP/1.1\r\nHost: "...)
+	c.req = append(c.req, c.g.addr...)
 	if body != nil {
-		rd = bytes.NewReader(body)
+		c.req = append(c.req, "\r\nContent-Type: application/json\r\nContent-Length: "...)
+		c.req = strconv.AppendInt(c.req, int64(len(body)), 10)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.g.base+path, rd)
+	c.req = append(c.req, "\r\n\r\n"...)
+	c.req = append(c.req, body...)
+	resp, err := c.roundTrip()
 	if err != nil {
-		return nil, err
+		c.close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	c.buf.Reset()
-	_, err = c.buf.ReadFrom(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: reading the answer: %w", method, path, err)
+	if resp.Close {
+		c.close()
 	}
 	if resp.StatusCode != want {
 		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(c.buf.Bytes()))
 	}
 	return c.buf.Bytes(), nil
+}
+
+// roundTrip writes c.req and reads the answer, its body into c.buf.
+func (c *conn) roundTrip() (*http.Response, error) {
+	if _, err := c.nc.Write(c.req); err != nil {
+		return nil, err
+	}
+	resp, err := http.ReadResponse(c.r, nil)
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer: %w", err)
+	}
+	c.buf.Reset()
+	_, err = c.buf.ReadFrom(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading the answer's body: %w", err)
+	}
+	return resp, nil
 }
 
 // each runs f(0) to f(n-1) at once and returns their errors joined.

@@ -6,16 +6,31 @@ import "context"
 //
 // A go-redis client honours a context's deadline only when built with ContextTimeoutEnabled;
 // otherwise a paused or unreachable Redis holds a call for its own read, dial and retry
-// timeouts, which would hang the request. Here the request ends with ctx's error (and so 503)
-// while f runs on until those timeouts end it; its outcome is then unknown to the caller, as
-// with any request that times out.
-func bounded[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	return boundedOrUndo(ctx, f, func(T) {})
+// timeouts, which would hang the request. inline says the client ends calls at ctx's deadline
+// itself (see Store.EndsCallsAtDeadline): f then runs on the request's goroutine, with no
+// hand-off to another one and back. Otherwise f runs on a goroutine of its own and the request
+// ends with ctx's error (and so 503) while f runs on until those timeouts end it; its outcome
+// is then unknown to the caller, as with any request that times out.
+func bounded[T any](ctx context.Context, inline bool, f func(context.Context) (T, error)) (T, error) {
+	if inline {
+		return f(ctx)
+	}
+	return boundedOrUndo(ctx, inline, f, func(T) {})
 }
 
 // boundedOrUndo is bounded for calls whose result must not be dropped: when ctx ends first,
-// undo receives the result f returns after all.
-func boundedOrUndo[T any](ctx context.Context, f func(context.Context) (T, error), undo func(T)) (T, error) {
+// undo receives the result f returns after all. Inline, a result that comes back after ctx
+// ended is undone too: its caller is gone.
+func boundedOrUndo[T any](ctx context.Context, inline bool, f func(context.Context) (T, error), undo func(T)) (T, error) {
+	var zero T
+	if inline {
+		v, err := f(ctx)
+		if err != nil || ctx.Err() == nil {
+			return v, err
+		}
+		undo(v)
+		return zero, ctx.Err()
+	}
 	type result struct {
 		v   T
 		err error
@@ -34,13 +49,12 @@ func boundedOrUndo[T any](ctx context.Context, f func(context.Context) (T, error
 				undo(r.v)
 			}
 		}()
-		var zero T
 		return zero, ctx.Err()
 	}
 }
 
 // boundedErr is bounded for store calls that return only an error.
-func boundedErr(ctx context.Context, f func(context.Context) error) error {
-	_, err := bounded(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
+func boundedErr(ctx context.Context, inline bool, f func(context.Context) error) error {
+	_, err := bounded(ctx, inline, func(ctx context.Context) (struct{}, error) { return struct{}{}, f(ctx) })
 	return err
 }

@@ -16,6 +16,7 @@ type topicCollector struct {
 	topics  func(context.Context) ([]delayq.TopicStats, error) // every topic's counts: Client.Topics
 	m       *metrics.Metrics                                   // its per-topic series of topics that are gone are dropped; may be nil
 	timeout time.Duration
+	inline  bool // the client ends calls at their context's deadline: see bounded
 	log     *slog.Logger
 
 	jobs   *prometheus.Desc
@@ -23,11 +24,12 @@ type topicCollector struct {
 	up     *prometheus.Desc
 }
 
-func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Duration, log *slog.Logger) *topicCollector {
+func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Duration, inline bool, log *slog.Logger) *topicCollector {
 	return &topicCollector{
 		topics:  c.Topics,
 		m:       m,
 		timeout: timeout,
+		inline:  inline,
 		log:     log,
 		jobs: prometheus.NewDesc("delayq_jobs", "Jobs by topic and state, read from the store at scrape time.",
 			[]string{"topic", "state"}, nil),
@@ -53,7 +55,7 @@ func (t *topicCollector) Collect(ch chan<- prometheus.Metric) {
 	if t.m != nil {
 		had = t.m.SeriesTopics() // before the registry is read: see ForgetTopics
 	}
-	topics, err := bounded(ctx, t.topics)
+	topics, err := bounded(ctx, t.inline, t.topics)
 	if err != nil {
 		t.log.Warn("httpapi: reading topic counts for metrics", "err", err)
 		ch <- prometheus.MustNewConstMetric(t.up, prometheus.GaugeValue, 0)

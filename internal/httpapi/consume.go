@@ -33,8 +33,9 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), o.Wait+a.timeout)
 	defer cancel()
 	// Reserve puts back what it leased when ctx ends first; jobs it returns after the answer
-	// was given up on are put back here.
-	jobs, err := boundedOrUndo(ctx, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) },
+	// was given up on are put back here. It runs on a goroutine of its own whatever the client:
+	// undoing a reserve whose answer was lost goes on for up to two seconds after ctx ends.
+	jobs, err := boundedOrUndo(ctx, false, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) },
 		func(jobs []*delayq.Job) { a.putBack(r, jobs) })
 	if err != nil && r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		// The wait was ended by the server shutting down (or the client leaving): nothing was
@@ -133,7 +134,7 @@ func (a *api) withLease(w http.ResponseWriter, r *http.Request, op func(ctx cont
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	return l.Topic, boundedErr(ctx, func(ctx context.Context) error { return op(ctx, l) })
+	return l.Topic, boundedErr(ctx, a.inline, func(ctx context.Context) error { return op(ctx, l) })
 }
 
 // ack is POST /v1/topics/{topic}/jobs/{id}/ack.
@@ -180,7 +181,7 @@ func (a *api) nack(w http.ResponseWriter, r *http.Request) error {
 	o.Dead = q.Dead != nil && *q.Dead
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	dead, err := bounded(ctx, func(ctx context.Context) (bool, error) {
+	dead, err := bounded(ctx, a.inline, func(ctx context.Context) (bool, error) {
 		return a.c.Nack(ctx, l, o)
 	})
 	if err != nil {
@@ -213,7 +214,7 @@ func (a *api) touch(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	deadline, err := bounded(ctx, func(ctx context.Context) (time.Time, error) {
+	deadline, err := bounded(ctx, a.inline, func(ctx context.Context) (time.Time, error) {
 		return a.c.Touch(ctx, l, ttr)
 	})
 	if err != nil {

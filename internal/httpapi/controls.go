@@ -62,7 +62,7 @@ func (a *api) controlTopic(w http.ResponseWriter, r *http.Request, op func(ctx c
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	s, err := bounded(ctx, func(ctx context.Context) (*delayq.TopicStats, error) {
+	s, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.TopicStats, error) {
 		if err := op(ctx, topic); err != nil {
 			return nil, err
 		}
@@ -95,7 +95,7 @@ func (a *api) deleteTopic(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	n, err := bounded(ctx, func(ctx context.Context) (int64, error) { return a.c.DeleteTopic(ctx, topic, o) })
+	n, err := bounded(ctx, a.inline, func(ctx context.Context) (int64, error) { return a.c.DeleteTopic(ctx, topic, o) })
 	if err != nil {
 		return err
 	}

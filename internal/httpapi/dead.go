@@ -34,7 +34,7 @@ func (a *api) listDead(w http.ResponseWriter, r *http.Request) error {
 		jobs []*delayq.Job
 		next string
 	}
-	p, err := bounded(ctx, func(ctx context.Context) (page, error) {
+	p, err := bounded(ctx, a.inline, func(ctx context.Context) (page, error) {
 		jobs, next, err := a.c.DeadJobs(ctx, topic, limit, query.Get("cursor"))
 		return page{jobs, next}, err
 	})
@@ -103,7 +103,7 @@ func (a *api) deadOp(w http.ResponseWriter, r *http.Request, answer func(n int) 
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	n, err := bounded(ctx, func(ctx context.Context) (int, error) {
+	n, err := bounded(ctx, a.inline, func(ctx context.Context) (int, error) {
 		if all {
 			return every(ctx, topic)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiv1"
@@ -52,11 +53,20 @@ func (e *env) badRequests() *env {
 	return &bad
 }
 
-// newEnv starts an env; edit changes the Config of the url server.
+// newEnv starts an env; edit changes the Config of the url server. Its Redis client ends calls
+// at their context's deadline, as delayq server's does.
 func newEnv(t testing.TB, edit func(*Config)) *env {
 	t.Helper()
+	return newEnvOn(t, true, edit)
+}
+
+// newEnvOn is newEnv with a Redis client that ends calls at their context's deadline or not
+// (go-redis's ContextTimeoutEnabled): the API bounds its store calls either way.
+func newEnvOn(t testing.TB, deadlines bool, edit func(*Config)) *env {
+	t.Helper()
 	srv := redistest.Standalone(t)
-	rdb := srv.Client(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: deadlines})
+	t.Cleanup(func() { _ = rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

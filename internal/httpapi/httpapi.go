@@ -24,6 +24,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/metrics"
 	"github.com/delayq/delayq/internal/tracing"
 	"go.opentelemetry.io/otel/codes"
@@ -90,6 +91,7 @@ type api struct {
 	pushed     func(topic string)
 	timeout    time.Duration
 	redis      redis.UniversalClient
+	inline     bool // the client ends calls at their context's deadline: see bounded
 	log        *slog.Logger
 	jobBytes   int64 // request limit of one enqueue
 	batchBytes int64 // request limit of a batch enqueue
@@ -123,6 +125,7 @@ func New(cfg Config) (http.Handler, error) {
 		public:  cfg.MetricsPublic,
 		trace:   tracing.New(cfg.TracerProvider),
 		archive: cfg.Archive,
+		inline:  clienthooks.Store(cfg.Client).EndsCallsAtDeadline(),
 	}
 	for i, tok := range cfg.Tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
@@ -139,7 +142,7 @@ func New(cfg Config) (http.Handler, error) {
 	if a.reg == nil {
 		a.reg = prometheus.NewRegistry()
 	}
-	if err := a.reg.Register(newTopicCollector(a.c, a.m, a.timeout, a.log)); err != nil {
+	if err := a.reg.Register(newTopicCollector(a.c, a.m, a.timeout, a.inline, a.log)); err != nil {
 		return nil, fmt.Errorf("httpapi: registering the topic collector: %w", err)
 	}
 	a.metricsH = promhttp.HandlerFor(a.reg, promhttp.HandlerOpts{

@@ -86,7 +86,7 @@ func TestScrapeKeepsATopicRegisteredWhileItReads(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	m := metrics.New(prometheus.NewRegistry())
-	c := newTopicCollector(e.client, m, 5*time.Second, slog.Default())
+	c := newTopicCollector(e.client, m, 5*time.Second, false, slog.Default())
 	read := c.topics
 	c.topics = func(ctx context.Context) ([]delayq.TopicStats, error) {
 		topics, err := read(ctx)

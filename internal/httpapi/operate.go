@@ -75,7 +75,7 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, a.timeout))
 	defer cancel()
-	err := boundedErr(ctx, func(ctx context.Context) error {
+	err := boundedErr(ctx, a.inline, func(ctx context.Context) error {
 		if a.redis != nil {
 			return a.redis.Ping(ctx).Err()
 		}
@@ -108,7 +108,7 @@ func (a *api) openAPI(w http.ResponseWriter, r *http.Request) error {
 func (a *api) listTopics(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	stats, err := bounded(ctx, a.c.Topics)
+	stats, err := bounded(ctx, a.inline, a.c.Topics)
 	if err != nil {
 		return err
 	}
@@ -128,7 +128,7 @@ func (a *api) getTopic(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	s, err := bounded(ctx, func(ctx context.Context) (*delayq.TopicStats, error) { return a.c.Stats(ctx, topic) })
+	s, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.TopicStats, error) { return a.c.Stats(ctx, topic) })
 	if err != nil {
 		return err
 	}

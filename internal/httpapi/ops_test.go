@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -106,7 +107,16 @@ func TestHealthAndRoot(t *testing.T) {
 // request timeout, and recover once it runs again.
 func TestStoreUnavailable(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(c *Config) { c.RequestTimeout = time.Second })
+	for _, deadlines := range []bool{true, false} {
+		t.Run(fmt.Sprintf("client ends calls at deadlines %v", deadlines), func(t *testing.T) {
+			t.Parallel()
+			testStoreUnavailable(t, deadlines)
+		})
+	}
+}
+
+func testStoreUnavailable(t *testing.T, deadlines bool) {
+	e := newEnvOn(t, deadlines, func(c *Config) { c.RequestTimeout = time.Second })
 	e.enqueue("u", map[string]any{"id": "j"})
 	e.redis.Stop(t)
 	stopped := true
@@ -369,5 +379,60 @@ func TestPushEnqueuedHook(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(heard, ",") != "push-one,push-batch" {
 		t.Errorf("hook heard %v, want [push-one push-batch]", heard)
+	}
+}
+
+// TestEveryRouteEndsInTimeWhileRedisHangs sends a request of every route that calls the store
+// while the redis-server is paused (SIGSTOP): each must answer 503 within its timeout, whether
+// or not the Redis client ends calls at their context's deadline itself (with it, the calls run
+// on the request's goroutine; without, on one of their own).
+func TestEveryRouteEndsInTimeWhileRedisHangs(t *testing.T) {
+	t.Parallel()
+	for _, deadlines := range []bool{true, false} {
+		t.Run(fmt.Sprintf("client ends calls at deadlines %v", deadlines), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvOn(t, deadlines, func(c *Config) { c.RequestTimeout = 500 * time.Millisecond })
+			for _, id := range []string{"a", "n", "t", "r"} {
+				e.enqueue("h", map[string]any{"id": id})
+			}
+			leases := map[string]string{}
+			for _, j := range e.reserve("h", map[string]any{"max": 4}) {
+				leases[j.ID] = j.Lease
+			}
+			e.enqueue("h", map[string]any{"id": "later", "delay_ms": 60000})
+			e.redis.Stop(t)
+			defer e.redis.Cont(t)
+			for _, c := range []struct {
+				method, path string
+				body         any
+			}{
+				{"GET", "/v1/topics", nil},
+				{"GET", "/v1/topics/h", nil},
+				{"POST", "/v1/topics/h/pause", nil},
+				{"PUT", "/v1/topics/h/limits", map[string]any{"rate": 10, "period_ms": 1000}},
+				{"POST", "/v1/topics/h/jobs", map[string]any{"id": "k"}},
+				{"POST", "/v1/topics/h/jobs/batch", map[string]any{"jobs": []any{map[string]any{"id": "b"}}}},
+				{"GET", "/v1/topics/h/jobs/later", nil},
+				{"PATCH", "/v1/topics/h/jobs/later", map[string]any{"delay_ms": 1000}},
+				{"DELETE", "/v1/topics/h/jobs/later", nil},
+				{"POST", "/v1/topics/h/reserve", map[string]any{"wait_ms": 100}},
+				{"POST", "/v1/topics/h/jobs/a/ack", map[string]any{"lease": leases["a"]}},
+				{"POST", "/v1/topics/h/jobs/n/nack", map[string]any{"lease": leases["n"]}},
+				{"POST", "/v1/topics/h/jobs/t/touch", map[string]any{"lease": leases["t"]}},
+				{"POST", "/v1/topics/h/jobs/r/release", map[string]any{"lease": leases["r"]}},
+				{"GET", "/v1/topics/h/dead", nil},
+				{"POST", "/v1/topics/h/dead/requeue", map[string]any{"all": true}},
+				{"DELETE", "/v1/topics/h/dead", map[string]any{"all": true}},
+				{"GET", "/v1/schedules", nil},
+				{"GET", "/v1/schedules/s", nil},
+				{"DELETE", "/v1/topics/h", nil},
+			} {
+				start := time.Now()
+				e.call(c.method, c.path, c.body).wantError(t, http.StatusServiceUnavailable, codeUnavailable)
+				if took := time.Since(start); took > 1500*time.Millisecond {
+					t.Errorf("%s %s took %v with a 500ms request timeout", c.method, c.path, took)
+				}
+			}
+		})
 	}
 }

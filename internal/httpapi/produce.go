@@ -41,7 +41,7 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	job, err := bounded(ctx, func(ctx context.Context) (*delayq.Job, error) { return a.c.Enqueue(ctx, topic, s) })
+	job, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Job, error) { return a.c.Enqueue(ctx, topic, s) })
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 		origin = append(origin, i)
 	}
 	if len(specs) > 0 {
-		res, err := bounded(ctx, func(ctx context.Context) ([]delayq.BatchResult, error) {
+		res, err := bounded(ctx, a.inline, func(ctx context.Context) ([]delayq.BatchResult, error) {
 			return a.c.EnqueueBatch(ctx, topic, specs)
 		})
 		if err != nil {
@@ -126,7 +126,7 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	job, err := bounded(ctx, func(ctx context.Context) (*delayq.Job, error) { return a.c.Get(ctx, topic, id) })
+	job, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Job, error) { return a.c.Get(ctx, topic, id) })
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func (a *api) cancelJob(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.Cancel(ctx, topic, id) }); err != nil {
+	if err := boundedErr(ctx, a.inline, func(ctx context.Context) error { return a.c.Cancel(ctx, topic, id) }); err != nil {
 		return err
 	}
 	if a.m != nil {
@@ -180,7 +180,7 @@ func (a *api) reschedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	job, err := bounded(ctx, func(ctx context.Context) (*delayq.Job, error) {
+	job, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Job, error) {
 		if q.DelayMs != nil {
 			return a.c.Reschedule(ctx, topic, id, delay)
 		}

@@ -36,7 +36,7 @@ func (a *api) putSchedule(w http.ResponseWriter, r *http.Request) error {
 		schedule *delayq.Schedule
 		created  bool
 	}
-	p, err := bounded(ctx, func(ctx context.Context) (put, error) {
+	p, err := bounded(ctx, a.inline, func(ctx context.Context) (put, error) {
 		sch, created, err := a.c.PutSchedule(ctx, name, s)
 		return put{sch, created}, err
 	})
@@ -132,7 +132,7 @@ func (a *api) scheduleAction(w http.ResponseWriter, r *http.Request, do func(con
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	sch, err := bounded(ctx, func(ctx context.Context) (*delayq.Schedule, error) { return do(ctx, name) })
+	sch, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Schedule, error) { return do(ctx, name) })
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (a *api) scheduleAction(w http.ResponseWriter, r *http.Request, do func(con
 func (a *api) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	list, err := bounded(ctx, a.c.Schedules)
+	list, err := bounded(ctx, a.inline, a.c.Schedules)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (a *api) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
-	if err := boundedErr(ctx, func(ctx context.Context) error { return a.c.DeleteSchedule(ctx, name) }); err != nil {
+	if err := boundedErr(ctx, a.inline, func(ctx context.Context) error { return a.c.DeleteSchedule(ctx, name) }); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -73,6 +73,21 @@ func New(rdb redis.UniversalClient, ns string) *Store {
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
+// EndsCallsAtDeadline reports whether the client ends a call at its context's deadline
+// (go-redis's ContextTimeoutEnabled); otherwise a hung Redis holds a call for the client's own
+// read, write and retry timeouts, whatever the context says.
+func (s *Store) EndsCallsAtDeadline() bool {
+	switch c := s.rdb.(type) {
+	case *redis.Client:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		return c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		return c.Options().ContextTimeoutEnabled
+	}
+	return false
+}
+
 // ClockOffset returns the offset set by SetClockOffset.
 func (s *Store) ClockOffset() int64 { return s.clockOffset.Load() }
 
