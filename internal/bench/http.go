@@ -136,7 +136,7 @@ type httpRun struct {
 func (h *httpRun) run(ctx context.Context, q Queue) error {
 	r, sz := h.r, h.sz
 	r.note("request bodies are built beforehand; each job's body is a JSON string whose text, as the server stores it, is %d bytes; enqueued jobs are due in an hour", BodySize)
-	r.note("a conn is one HTTP/1.1 keep-alive connection, opened before its stage is timed, that sends its next request as soon as the last is answered")
+	r.note("a conn is one HTTP/1.1 keep-alive connection, opened before its stage is timed, that sends its next request as soon as the last is answered; like wrk, the load generator writes each request and reads its answer on the socket itself, one goroutine per connection (net/http's client would hand each request to two goroutines of its own)")
 	r.note("reserve 1 + ack is the documented consumer loop: reserve {max 1, wait_ms 1000}, then ack that job; two requests a job, from a backlog of due jobs enqueued before the stage")
 	if h.t.pid != 0 {
 		r.note("server CPU: utime + stime of the server process (/proc/%d/stat, 10 ms ticks) over the stage, per 1,000 requests; a batch request carries %d jobs, a reserved job takes two requests", h.t.pid, httpBatch)
