@@ -67,6 +67,8 @@ func main() {
 
 func variants() []variant {
 	return []variant{
+		{"an empty script (`return 1`), no keys or arguments", 1, emptyScript(false)},
+		{"the empty script given an enqueue's 12 keys and 10 arguments", 1, emptyScript(true)},
 		{"floor: one EVALSHA (TIME, HSET, ZADD)", 1, runFloor},
 		{"delayq Enqueue, replay window 0 (no call record)", 1, enqueueWith(-1, 1)},
 		{"delayq Enqueue (default: call record kept 30 s)", 1, enqueueWith(0, 1)},
@@ -117,6 +119,37 @@ func runFloor(ctx context.Context, rdb *redis.Client, calls int) error {
 	}
 	_, err = q.Produce(ctx, bench.Plan{N: calls, Delay: time.Hour})
 	return err
+}
+
+// emptyScript calls a script that does nothing, with no keys or arguments, or with as many
+// (and as long) as delayq's Enqueue of one job passes: its 12 keys, the call's replay settings
+// and the job's id, delay and record around a 100-byte body. The difference is what Redis
+// spends on a call's arguments alone (each becomes a Lua string in the KEYS or ARGV table).
+func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int) error {
+		script := redis.NewScript("return 1")
+		if err := script.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+		for i := range calls {
+			var keys []string
+			var args []any
+			if enqueueArgs {
+				for _, k := range []string{"jobs", "delayed", "ready", "ready:push", "reserved", "dead",
+					"notify", "leases", "settings", "starts", "history"} {
+					keys = append(keys, "delayq:{cost#0}:"+k)
+				}
+				keys = append(keys, fmt.Sprintf("delayq:{cost#0}:call:%016d", i))
+				id := fmt.Sprintf("01M8AKJ8J77JPBSQZR%08d", i)
+				args = []any{0, 30000, 0, 1, "0", id, 3600000, "", "\x00\xc0\xcdu0\x00",
+					"\x00\x05\xd9d" + string(bench.Body(i))}
+			}
+			if err := script.EvalSha(ctx, rdb, keys, args...).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 }
 
 // enqueueWith enqueues through a delayq Client with the given replay window, perCall jobs a
