@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"sync"
@@ -19,12 +20,19 @@ var rawMessage = reflect.TypeFor[json.RawMessage]()
 func checkKeys(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	return walkKeys(dec, reflect.TypeOf(v), "")
+	if err := walkKeys(dec, reflect.TypeOf(v), ""); err != errMalformed {
+		return err
+	}
+	return nil
 }
+
+// errMalformed ends a walk at its first malformed token. The decoder keeps failing at that
+// token without moving past it, so a loop that went on reading would never end.
+var errMalformed = errors.New("malformed JSON")
 
 // walkKeys reads one value from dec, checking the keys of its objects against t (nil: not
 // checked). field names the value in errors: a map's repeated key is field[key] (headers[a]),
-// so that the error says which object it is in.
+// so that the error says which object it is in. It returns errMalformed at malformed JSON.
 func walkKeys(dec *json.Decoder, t reflect.Type, field string) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -34,7 +42,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type, field string) error {
 	}
 	tok, err := dec.Token()
 	if err != nil {
-		return nil
+		return errMalformed
 	}
 	switch tok {
 	case json.Delim('{'):
@@ -46,7 +54,7 @@ func walkKeys(dec *json.Decoder, t reflect.Type, field string) error {
 		for dec.More() {
 			kt, err := dec.Token()
 			if err != nil {
-				return nil
+				return errMalformed
 			}
 			key, _ := kt.(string)
 			name := key
