@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -18,13 +19,26 @@ var rawMessage = reflect.TypeFor[json.RawMessage]()
 // (the last would silently win) and a field name that matches only when case is ignored
 // ("DELAY_MS" for delay_ms). It scans data along v's type and stops where encoding/json's
 // Decoder.Token would first fail, leaving malformed JSON for the decoder to report.
-func checkKeys(data []byte, v any) error {
+//
+// plain reports that data is one well-formed JSON value and white space, nested less deeply
+// than encoding/json allows, whose objects of a struct type have only keys that name a field
+// exactly, fields that encoding/json names as checkKeys does. Then json.Unmarshal decodes data
+// into v as a Decoder that disallows unknown fields would, without another copy of data.
+func checkKeys(data []byte, v any) (plain bool, err error) {
 	s := keyScanner{data: data}
-	if err := s.value(reflect.TypeOf(v), fieldName{}); err != errMalformed {
-		return err
+	switch err := s.value(reflect.TypeOf(v), fieldName{}); err {
+	case nil:
+		s.skipSpace()
+		return !s.notPlain && s.pos == len(s.data), nil
+	case errMalformed:
+		return false, nil
+	default:
+		return false, err
 	}
-	return nil
 }
+
+// maxPlainDepth bounds the nesting of plain data: encoding/json refuses more than 10000.
+const maxPlainDepth = 1000
 
 // errMalformed ends a scan at its first malformed byte.
 var errMalformed = errors.New("malformed JSON")
@@ -32,8 +46,10 @@ var errMalformed = errors.New("malformed JSON")
 // keyScanner reads JSON text from data[pos:]. It allocates only for keys with escapes and
 // for objects of many keys.
 type keyScanner struct {
-	data []byte
-	pos  int
+	data     []byte
+	pos      int
+	depth    int  // of the objects and arrays that pos is in
+	notPlain bool // the data is not plain, as checkKeys defines it
 }
 
 // fieldName names a value in errors: its key, or for an entry of a named map the map's name
@@ -103,10 +119,13 @@ func (s *keyScanner) value(t reflect.Type, field fieldName) error {
 // object reads an object, its keys checked against t when t is not nil: no key twice, and
 // for a struct no key that names a field only when case is ignored.
 func (s *keyScanner) object(t reflect.Type, field fieldName) error {
-	s.pos++ // {
+	s.enter()
+	defer s.leave()
 	var fields map[string]reflect.Type
 	if t != nil && t.Kind() == reflect.Struct {
-		fields = jsonFields(t)
+		sf := jsonFields(t)
+		fields = sf.types
+		s.notPlain = s.notPlain || !sf.plain
 	}
 	isMap := t != nil && t.Kind() == reflect.Map
 	var seen keySet
@@ -139,6 +158,7 @@ func (s *keyScanner) object(t reflect.Type, field fieldName) error {
 					if err := inexactField(fields, string(key)); err != nil {
 						return err
 					}
+					s.notPlain = true // an unknown field, for the decoder to refuse
 				}
 			case isMap:
 				ft = t.Elem()
@@ -169,6 +189,16 @@ func (s *keyScanner) object(t reflect.Type, field fieldName) error {
 	}
 }
 
+// enter moves past the opening bracket of an object or an array.
+func (s *keyScanner) enter() {
+	s.pos++
+	s.depth++
+	s.notPlain = s.notPlain || s.depth > maxPlainDepth
+}
+
+// leave ends an object or an array.
+func (s *keyScanner) leave() { s.depth-- }
+
 // inexactField refuses key when it names one of fields only when case is ignored.
 func inexactField(fields map[string]reflect.Type, key string) error {
 	for name := range fields {
@@ -182,7 +212,8 @@ func inexactField(fields map[string]reflect.Type, key string) error {
 // array reads an array, checking its elements' keys against t's element type when t is a
 // slice or an array.
 func (s *keyScanner) array(t reflect.Type, field fieldName) error {
-	s.pos++ // [
+	s.enter()
+	defer s.leave()
 	var elem reflect.Type
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		elem = t.Elem()
@@ -373,23 +404,34 @@ func (k *keySet) add(key []byte) (dup bool) {
 	return false
 }
 
-// fieldsByType caches jsonFields: a request type's fields never change, and reading them by
-// reflection on every request cost a few microseconds each time.
-var fieldsByType sync.Map // reflect.Type → map[string]reflect.Type
-
-// jsonFields returns the JSON names of struct t's fields with their types. The map is shared:
-// callers only read it.
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	if m, ok := fieldsByType.Load(t); ok {
-		return m.(map[string]reflect.Type)
-	}
-	m, _ := fieldsByType.LoadOrStore(t, readJSONFields(t))
-	return m.(map[string]reflect.Type)
+// structFields are the JSON names of a struct's fields with their types.
+type structFields struct {
+	types map[string]reflect.Type
+	// plain reports that encoding/json names the fields so too: none is embedded, and each
+	// name, made of letters, digits, '_' and '-', is given once.
+	plain bool
 }
 
-func readJSONFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
+// fieldsByType caches jsonFields: a request type's fields never change, and reading them by
+// reflection on every request cost a few microseconds each time.
+var fieldsByType sync.Map // reflect.Type → *structFields
+
+// jsonFields returns the fields of struct t. They are shared: callers only read them.
+func jsonFields(t reflect.Type) *structFields {
+	if sf, ok := fieldsByType.Load(t); ok {
+		return sf.(*structFields)
+	}
+	sf, _ := fieldsByType.LoadOrStore(t, readJSONFields(t))
+	return sf.(*structFields)
+}
+
+// readJSONFields reads the fields of struct t.
+func readJSONFields(t reflect.Type) *structFields {
+	sf := &structFields{types: map[string]reflect.Type{}, plain: true}
 	for f := range t.Fields() {
+		if f.Anonymous {
+			sf.plain = false
+		}
 		if !f.IsExported() {
 			continue
 		}
@@ -400,7 +442,15 @@ func readJSONFields(t reflect.Type) map[string]reflect.Type {
 		case "":
 			name = f.Name
 		}
-		out[name] = f.Type
+		if _, twice := sf.types[name]; twice || strings.ContainsFunc(name, notPlainNameRune) {
+			sf.plain = false
+		}
+		sf.types[name] = f.Type
 	}
-	return out
+	return sf
+}
+
+// notPlainNameRune reports whether r is not a letter, a digit, '_' or '-'.
+func notPlainNameRune(r rune) bool {
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' && r != '-'
 }

@@ -59,7 +59,7 @@ func refWalkKeys(dec *json.Decoder, t reflect.Type, field string) error {
 	case json.Delim('{'):
 		var fields map[string]reflect.Type
 		if t != nil && t.Kind() == reflect.Struct {
-			fields = jsonFields(t)
+			fields = jsonFields(t).types
 		}
 		seen := map[string]bool{}
 		for dec.More() {
