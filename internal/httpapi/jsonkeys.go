@@ -244,11 +244,11 @@ func (s *keyScanner) array(t reflect.Type, field fieldName) error {
 // it has no escapes and is valid UTF-8, or else a decoded copy.
 func (s *keyScanner) key() ([]byte, bool) {
 	start := s.pos
-	plain, ok := s.str()
+	verbatim, ok := s.str()
 	if !ok {
 		return nil, false
 	}
-	if plain {
+	if verbatim {
 		return s.data[start+1 : s.pos-1], true
 	}
 	var k string
@@ -258,8 +258,8 @@ func (s *keyScanner) key() ([]byte, bool) {
 	return []byte(k), true
 }
 
-// str reads a string. plain reports that its text is its value: no escapes, valid UTF-8.
-func (s *keyScanner) str() (plain, ok bool) {
+// str reads a string. verbatim reports that its text is its value: no escapes, valid UTF-8.
+func (s *keyScanner) str() (verbatim, ok bool) {
 	s.pos++ // "
 	start := s.pos
 	escaped, ascii := false, true

@@ -36,6 +36,7 @@ type keysEmbedding struct {
 
 // keysOddName has a name that encoding/json finds invalid and so replaces with the Go name.
 type keysOddName struct {
+	//lint:ignore SA5008 the name is invalid on purpose
 	Odd int `json:"a\\b"`
 }
 
