@@ -77,8 +77,15 @@ func decodeStrict(data []byte, v any) error {
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) == 0 || t[0] != '{' {
 		return invalidf("request body", "must be a JSON object")
 	}
-	if err := checkKeys(data, v); err != nil {
+	plain, err := checkKeys(data, v)
+	if err != nil {
 		return err
+	}
+	if plain {
+		if err := json.Unmarshal(data, v); err != nil {
+			return decodeError(err)
+		}
+		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delayq/delayq/internal/apiv1"
 )
@@ -31,5 +32,27 @@ func TestBatchItemKeys(t *testing.T) {
 	}
 	if res[2].Job == nil || string(res[2].Job.Body) != `{"K":1,"k":2,"k":3}` {
 		t.Errorf("item 2: %+v, want the body kept as given", res[2])
+	}
+}
+
+// Malformed JSON inside an array ends the key check, which leaves it to the decoder: the check
+// once went on asking for the bad token forever.
+func TestCheckKeysStopsAtMalformedJSON(t *testing.T) {
+	t.Parallel()
+	for _, body := range []string{`{"backoff_ms":[1 2]}`, `{"backoff_ms":[1,tru]}`, `{"body":[1 2]}`,
+		`{"headers":[{"x":1 "y"}]}`, `{"body":[{"a":[1}]}`} {
+		done := make(chan error, 1)
+		go func() {
+			var q apiv1.EnqueueRequest
+			done <- decodeStrict([]byte(body), &q)
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "malformed JSON") {
+				t.Errorf("%s: %v, want malformed JSON", body, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the key check does not end", body)
+		}
 	}
 }
