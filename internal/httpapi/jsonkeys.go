@@ -37,7 +37,10 @@ func checkKeys(data []byte, v any) (plain bool, err error) {
 	}
 }
 
-// maxPlainDepth bounds the nesting of plain data: encoding/json refuses more than 10000.
+// maxDepth is encoding/json's limit of nesting, past which its decoder refuses a body.
+const maxDepth = 10000
+
+// maxPlainDepth bounds the nesting of plain data.
 const maxPlainDepth = 1000
 
 // errMalformed ends a scan at its first malformed byte.
@@ -119,7 +122,9 @@ func (s *keyScanner) value(t reflect.Type, field fieldName) error {
 // object reads an object, its keys checked against t when t is not nil: no key twice, and
 // for a struct no key that names a field only when case is ignored.
 func (s *keyScanner) object(t reflect.Type, field fieldName) error {
-	s.enter()
+	if err := s.enter(); err != nil {
+		return err
+	}
 	defer s.leave()
 	var fields map[string]reflect.Type
 	if t != nil && t.Kind() == reflect.Struct {
@@ -189,11 +194,18 @@ func (s *keyScanner) object(t reflect.Type, field fieldName) error {
 	}
 }
 
-// enter moves past the opening bracket of an object or an array.
-func (s *keyScanner) enter() {
+// enter moves past the opening bracket of an object or an array. Past encoding/json's depth
+// limit it returns errMalformed, which leaves the decoder to refuse the body: the scan recurses
+// once per level, and a body of a million brackets must not take a goroutine's stack that
+// deep.
+func (s *keyScanner) enter() error {
+	if s.depth >= maxDepth {
+		return errMalformed
+	}
 	s.pos++
 	s.depth++
 	s.notPlain = s.notPlain || s.depth > maxPlainDepth
+	return nil
 }
 
 // leave ends an object or an array.
@@ -212,7 +224,9 @@ func inexactField(fields map[string]reflect.Type, key string) error {
 // array reads an array, checking its elements' keys against t's element type when t is a
 // slice or an array.
 func (s *keyScanner) array(t reflect.Type, field fieldName) error {
-	s.enter()
+	if err := s.enter(); err != nil {
+		return err
+	}
 	defer s.leave()
 	var elem reflect.Type
 	if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {

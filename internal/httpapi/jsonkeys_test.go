@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,21 @@ func TestCheckKeysStopsAtMalformedJSON(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: the key check does not end", body)
 		}
+	}
+}
+
+// TestDeeplyNestedBodyIsRefusedOnASmallStack sends an enqueue whose body is a million opening
+// brackets, within the request limit. The key check recursed once per level: it overflowed the
+// goroutine's stack and killed the server, and scanning without a bound took half a gigabyte
+// of stack. It must stop at encoding/json's depth limit, as the decoder does; the stack is
+// capped here so that a scan that goes deeper crashes the test.
+func TestDeeplyNestedBodyIsRefusedOnASmallStack(t *testing.T) {
+	e := newEnv(t, func(c *Config) { c.Limits.MaxBody = 1 << 20 })
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	body := `{"body":` + strings.Repeat("[", 1_000_000) + `]}`
+	r := e.badRequests().raw(e.url, "POST", "/v1/topics/deep/jobs", "application/json", body)
+	r.wantError(t, http.StatusBadRequest, codeInvalid)
+	if !strings.Contains(string(r.body), "exceeded max depth") {
+		t.Errorf("answer %s; want the decoder's depth error", r.body)
 	}
 }
