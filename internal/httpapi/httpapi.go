@@ -26,6 +26,7 @@ import (
 	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/metrics"
+	"github.com/delayq/delayq/internal/store"
 	"github.com/delayq/delayq/internal/tracing"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -81,24 +82,25 @@ type Config struct {
 
 // api is the handler's state; its methods are the route handlers.
 type api struct {
-	c          *delayq.Client
-	lim        delayq.Limits
-	tokens     [][sha256.Size]byte
-	public     bool // /metrics needs no token
-	m          *metrics.Metrics
-	reg        *prometheus.Registry
-	check      func(ctx context.Context, rawURL string) error
-	pushed     func(topic string)
-	timeout    time.Duration
-	redis      redis.UniversalClient
-	inline     bool // the client ends calls at their context's deadline: see bounded
-	log        *slog.Logger
-	jobBytes   int64 // request limit of one enqueue
-	batchBytes int64 // request limit of a batch enqueue
-	mux        *http.ServeMux
-	metricsH   http.Handler
-	trace      tracing.Tracer
-	archive    *archive.Store // nil: no history
+	c           *delayq.Client
+	lim         delayq.Limits
+	tokens      [][sha256.Size]byte
+	public      bool // /metrics needs no token
+	m           *metrics.Metrics
+	reg         *prometheus.Registry
+	check       func(ctx context.Context, rawURL string) error
+	pushed      func(topic string)
+	timeout     time.Duration
+	redis       redis.UniversalClient
+	inline      bool // the client ends calls at their context's deadline: see bounded
+	readyInline bool // so does the client that /readyz sends PING to
+	log         *slog.Logger
+	jobBytes    int64 // request limit of one enqueue
+	batchBytes  int64 // request limit of a batch enqueue
+	mux         *http.ServeMux
+	metricsH    http.Handler
+	trace       tracing.Tracer
+	archive     *archive.Store // nil: no history
 }
 
 // New returns the API handler.
@@ -126,6 +128,10 @@ func New(cfg Config) (http.Handler, error) {
 		trace:   tracing.New(cfg.TracerProvider),
 		archive: cfg.Archive,
 		inline:  clienthooks.Store(cfg.Client).EndsCallsAtDeadline(),
+	}
+	a.readyInline = a.inline
+	if a.redis != nil {
+		a.readyInline = store.EndsCallsAtDeadline(a.redis)
 	}
 	for i, tok := range cfg.Tokens {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {

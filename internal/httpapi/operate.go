@@ -75,7 +75,7 @@ func (a *api) healthz(w http.ResponseWriter, r *http.Request) error {
 func (a *api) readyz(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := context.WithTimeout(r.Context(), min(readyTimeout, a.timeout))
 	defer cancel()
-	err := boundedErr(ctx, a.inline, func(ctx context.Context) error {
+	err := boundedErr(ctx, a.readyInline, func(ctx context.Context) error {
 		if a.redis != nil {
 			return a.redis.Ping(ctx).Err()
 		}

@@ -76,8 +76,12 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // EndsCallsAtDeadline reports whether the client ends a call at its context's deadline
 // (go-redis's ContextTimeoutEnabled); otherwise a hung Redis holds a call for the client's own
 // read, write and retry timeouts, whatever the context says.
-func (s *Store) EndsCallsAtDeadline() bool {
-	switch c := s.rdb.(type) {
+func (s *Store) EndsCallsAtDeadline() bool { return EndsCallsAtDeadline(s.rdb) }
+
+// EndsCallsAtDeadline reports whether rdb ends a call at its context's deadline (go-redis's
+// ContextTimeoutEnabled). It is false for client types it does not know.
+func EndsCallsAtDeadline(rdb redis.UniversalClient) bool {
+	switch c := rdb.(type) {
 	case *redis.Client:
 		return c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
