@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -107,5 +110,114 @@ func TestReviewManyRequestsAtOnceWhileRedisHangs(t *testing.T) {
 	}
 	if g := runtime.NumGoroutine(); g > before+50 {
 		t.Errorf("%d goroutines, %d before the requests", g, before)
+	}
+}
+
+// TestReviewBatchEndsInTimeWhileRedisHangs sends a batch whose jobs span many partitions while
+// the redis-server is paused: it answers within its timeout, 503 or every item refused.
+func TestReviewBatchEndsInTimeWhileRedisHangs(t *testing.T) {
+	t.Parallel()
+	for _, deadlines := range []bool{true, false} {
+		t.Run(fmt.Sprintf("client ends calls at deadlines %v", deadlines), func(t *testing.T) {
+			t.Parallel()
+			e := newEnvOn(t, deadlines, func(c *Config) { c.RequestTimeout = 500 * time.Millisecond })
+			e.enqueue("b", map[string]any{"id": "x"})
+			var jobs []any
+			for i := range 50 {
+				jobs = append(jobs, map[string]any{"id": fmt.Sprint("j", i)})
+			}
+			e.redis.Stop(t)
+			defer e.redis.Cont(t)
+			start := time.Now()
+			r := e.call("POST", "/v1/topics/b/jobs/batch", map[string]any{"jobs": jobs})
+			if took := time.Since(start); took > 1500*time.Millisecond {
+				t.Errorf("the batch took %v with a 500ms request timeout", took)
+			}
+			switch r.status {
+			case http.StatusServiceUnavailable:
+			case http.StatusOK:
+				if n := strings.Count(string(r.body), `"error"`); n != len(jobs) {
+					t.Errorf("200 with %d items refused of %d: %s", n, len(jobs), r.body)
+				}
+			default:
+				t.Errorf("status %d: %s", r.status, r.body)
+			}
+		})
+	}
+}
+
+// sentHook tells sent of every command that names topic, as it goes to Redis.
+type sentHook struct {
+	topic string
+	sent  chan struct{}
+}
+
+func (h sentHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h sentHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.saw(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h sentHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h.saw(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// saw signals sent when cmd names the topic.
+func (h sentHook) saw(cmd redis.Cmder) {
+	if strings.Contains(fmt.Sprint(cmd.Args()...), h.topic) {
+		select {
+		case h.sent <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// TestReviewReserveWhoseClientLeftWhileRedisHungPutsItsJobBack leaves a reserve while its call
+// waits on a paused redis-server: once Redis runs again and leases the job to the call nobody
+// reads, the job must be due again at once, not after its TTR.
+func TestReviewReserveWhoseClientLeftWhileRedisHungPutsItsJobBack(t *testing.T) {
+	t.Parallel()
+	hook := sentHook{topic: "rh", sent: make(chan struct{}, 1)}
+	e := newEnv(t, func(c *Config) { c.Redis.AddHook(hook) })
+	e.reserve("rh", map[string]any{"wait_ms": 1}) // subscribes to the topic's wake-ups
+	e.enqueue("rh", map[string]any{"id": "p"})
+	e.redis.Stop(t)
+	select {
+	case <-hook.sent: // the enqueue's
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/topics/rh/reserve", strings.NewReader(`{"ttr_ms":600000}`))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.handler.ServeHTTP(httptest.NewRecorder(), req)
+	}()
+	<-hook.sent // the reserve's call is on its way to the paused Redis
+	cancel()
+	<-done
+	e.redis.Cont(t)
+	waitFor(t, "the job to be due again", func() bool {
+		return len(e.reserve("rh", map[string]any{"wait_ms": 100})) == 1
+	})
+}
+
+// waitFor polls cond for up to 10s, failing t if it never holds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10s for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
