@@ -25,12 +25,26 @@ import (
 // answer on the socket itself, where net/http's client hands every request to two goroutines
 // of its own (a reader and a writer per connection).
 type loadgen struct {
-	addr  string // host:port
-	dials atomic.Int64
+	addr   string // host:port to dial
+	host   string // the Host header: the base URL's host
+	prefix string // the base URL's path, which every request's path follows
+	bad    error  // why the base URL is not one the load generator speaks to; dialling returns it
+	dials  atomic.Int64
 }
 
+// newLoadgen returns a load generator for the server at base, an http:// URL whose path, if
+// any, comes before the path of every request. A base URL of another kind makes every dial
+// fail with an error that says so.
 func newLoadgen(base string) *loadgen {
-	return &loadgen{addr: strings.TrimPrefix(strings.TrimRight(base, "/"), "http://")}
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return &loadgen{bad: fmt.Errorf("the server's base URL %q: the load generator speaks only to http://host[:port][/path]", base)}
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	return &loadgen{addr: addr, host: u.Host, prefix: strings.TrimRight(u.EscapedPath(), "/")}
 }
 
 // conn is one keep-alive connection, used by one caller at a time.
@@ -76,6 +90,9 @@ func (c *conn) close() {
 
 // dial opens the connection.
 func (c *conn) dial(ctx context.Context) error {
+	if c.g.bad != nil {
+		return c.g.bad
+	}
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", c.g.addr)
 	if err != nil {
@@ -105,9 +122,10 @@ func (c *conn) do(ctx context.Context, method, path string, body []byte, want in
 	defer stop()
 	c.req = append(c.req[:0], method...)
 	c.req = append(c.req, ' ')
+	c.req = append(c.req, c.g.prefix...)
 	c.req = append(c.req, path...)
 	c.req = append(c.req, " HTTP/1.1\r\nHost: "...)
-	c.req = append(c.req, c.g.addr...)
+	c.req = append(c.req, c.g.host...)
 	if body != nil {
 		c.req = append(c.req, "\r\nContent-Type: application/json\r\nContent-Length: "...)
 		c.req = strconv.AppendInt(c.req, int64(len(body)), 10)
