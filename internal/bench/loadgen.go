@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -112,6 +113,9 @@ func (c *conn) dial(ctx context.Context) error {
 // answer with a status other than want is an error that quotes it. When ctx ends, the request
 // in flight fails and the connection is closed.
 func (c *conn) do(ctx context.Context, method, path string, body []byte, want int) ([]byte, error) {
+	if c.nc != nil && c.closedByServer() {
+		c.close()
+	}
 	if c.nc == nil {
 		if err := c.dial(ctx); err != nil {
 			return nil, err
@@ -147,6 +151,33 @@ func (c *conn) do(ctx context.Context, method, path string, body []byte, want in
 		return nil, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(c.buf.Bytes()))
 	}
 	return c.buf.Bytes(), nil
+}
+
+// closedByServer reports whether the server closed the idle connection (say at its idle
+// timeout) or sent on it unasked, so that a request written on it would fail: net/http's
+// client learns that from the reader it keeps on every connection, this one from a look at the
+// socket that does not wait.
+func (c *conn) closedByServer() bool {
+	if c.r.Buffered() > 0 {
+		return true
+	}
+	sc, ok := c.nc.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	closed := false
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		_, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		// Data or the end of the stream (no error), or a reset: not a connection to write on.
+		closed = err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
+		return true
+	})
+	return closed
 }
 
 // roundTrip writes c.req and reads the answer, its body into c.buf.
