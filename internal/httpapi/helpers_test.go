@@ -64,8 +64,15 @@ func newEnv(t testing.TB, edit func(*Config)) *env {
 // (go-redis's ContextTimeoutEnabled): the API bounds its store calls either way.
 func newEnvOn(t testing.TB, deadlines bool, edit func(*Config)) *env {
 	t.Helper()
+	return newEnvWith(t, &redis.Options{ContextTimeoutEnabled: deadlines}, edit)
+}
+
+// newEnvWith is newEnv with a Redis client built from opts, whose Addr it sets.
+func newEnvWith(t testing.TB, opts *redis.Options, edit func(*Config)) *env {
+	t.Helper()
 	srv := redistest.Standalone(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: deadlines})
+	opts.Addr = srv.Addr
+	rdb := redis.NewClient(opts)
 	t.Cleanup(func() { _ = rdb.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -221,3 +221,30 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestReviewRoutesEndInTimeWhenTheClientSetsNoSocketDeadlines builds the Redis client with
+// ContextTimeoutEnabled but read and write timeouts of -2, with which go-redis sets no socket
+// deadline at all, the context's neither: a paused Redis must still give 503 in time.
+func TestReviewRoutesEndInTimeWhenTheClientSetsNoSocketDeadlines(t *testing.T) {
+	t.Parallel()
+	opts := &redis.Options{ContextTimeoutEnabled: true, ReadTimeout: -2, WriteTimeout: -2}
+	e := newEnvWith(t, opts, func(c *Config) { c.RequestTimeout = 500 * time.Millisecond })
+	e.enqueue("d", map[string]any{"id": "x"})
+	e.redis.Stop(t)
+	defer e.redis.Cont(t)
+	for _, path := range []string{"/v1/topics/d", "/v1/topics/d/jobs/x", "/readyz"} {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.url+path, nil)
+		resp, err := e.http.Do(req)
+		cancel()
+		if err != nil {
+			t.Errorf("GET %s: %v after %v", path, err, time.Since(start))
+			continue
+		}
+		_ = resp.Body.Close()
+		if took := time.Since(start); resp.StatusCode != http.StatusServiceUnavailable || took > 1500*time.Millisecond {
+			t.Errorf("GET %s: %d after %v, want 503 within the 500ms timeout", path, resp.StatusCode, took)
+		}
+	}
+}

@@ -78,19 +78,30 @@ func (s *Store) Client() redis.UniversalClient { return s.rdb }
 // read, write and retry timeouts, whatever the context says.
 func (s *Store) EndsCallsAtDeadline() bool { return EndsCallsAtDeadline(s.rdb) }
 
-// EndsCallsAtDeadline reports whether rdb ends a call at its context's deadline (go-redis's
-// ContextTimeoutEnabled). It is false for client types it does not know.
+// EndsCallsAtDeadline reports whether rdb ends a call at its context's deadline: go-redis's
+// ContextTimeoutEnabled, with read and write timeouts that let it set socket deadlines (a
+// timeout of -2 sets none, and so ignores the context's too). It is false for client types it
+// does not know.
 func EndsCallsAtDeadline(rdb redis.UniversalClient) bool {
 	switch c := rdb.(type) {
 	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && setsDeadlines(o.ReadTimeout, o.WriteTimeout)
 	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && setsDeadlines(o.ReadTimeout, o.WriteTimeout)
 	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		return o.ContextTimeoutEnabled && setsDeadlines(o.ReadTimeout, o.WriteTimeout)
 	}
 	return false
 }
+
+// setsDeadlines reports whether a client's read and write timeouts, as its Options return them,
+// let it set socket deadlines. go-redis reads negative ones as "none" (-1, which a Client's
+// options hold for -2) or "no deadline calls at all" (-2): some of them spare the context's
+// deadline, but 0 and up are the ones that surely do not.
+func setsDeadlines(read, write time.Duration) bool { return read >= 0 && write >= 0 }
 
 // ClockOffset returns the offset set by SetClockOffset.
 func (s *Store) ClockOffset() int64 { return s.clockOffset.Load() }
