@@ -248,3 +248,29 @@ func TestReviewRoutesEndInTimeWhenTheClientSetsNoSocketDeadlines(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewRoutesRecoverAfterRedisIsKilledAndRestarted kills the redis-server under a client
+// whose calls run inline, then starts it again: while it is down requests answer 503 in time,
+// and once it is back the first requests succeed, the pool's dead connections notwithstanding.
+func TestReviewRoutesRecoverAfterRedisIsKilledAndRestarted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.RequestTimeout = 500 * time.Millisecond })
+	e.enqueue("k", map[string]any{"id": "before"})
+	e.redis.Kill(t)
+	for _, path := range []string{"/v1/topics/k", "/v1/topics/k/jobs/before"} {
+		start := time.Now()
+		e.call("GET", path, nil).wantError(t, http.StatusServiceUnavailable, codeUnavailable)
+		if took := time.Since(start); took > 1500*time.Millisecond {
+			t.Errorf("GET %s took %v with Redis down and a 500ms timeout", path, took)
+		}
+	}
+	e.redis.Restart(t)
+	waitFor(t, "an enqueue to succeed again", func() bool {
+		return e.call("POST", "/v1/topics/k/jobs", map[string]any{"id": "after"}).status == http.StatusCreated
+	})
+	e.get("k", "after")
+	for i := range 20 {
+		e.call("GET", "/v1/topics/k/jobs/after", nil).want(t, http.StatusOK)
+		e.call("POST", "/v1/topics/k/jobs", map[string]any{"id": fmt.Sprint("more", i)}).want(t, http.StatusCreated)
+	}
+}
