@@ -274,3 +274,49 @@ func TestReviewRoutesRecoverAfterRedisIsKilledAndRestarted(t *testing.T) {
 		e.call("POST", "/v1/topics/k/jobs", map[string]any{"id": fmt.Sprint("more", i)}).want(t, http.StatusCreated)
 	}
 }
+
+// TestReviewAckWhoseClientLeftWhileRedisHung leaves an ack while its call waits on a paused
+// redis-server: the handler ends within the request timeout, and once Redis runs again the
+// ack applied once or not at all: a second ack either succeeds or finds the lease gone with
+// the job, and the job is never handed out again.
+func TestReviewAckWhoseClientLeftWhileRedisHung(t *testing.T) {
+	t.Parallel()
+	hook := sentHook{topic: "ak", sent: make(chan struct{}, 1)}
+	e := newEnv(t, func(c *Config) {
+		c.Redis.AddHook(hook)
+		c.RequestTimeout = 500 * time.Millisecond
+	})
+	e.enqueue("ak", map[string]any{"id": "a"})
+	lease := e.reserveOne("ak", map[string]any{"ttr_ms": 600000}).Lease
+	e.redis.Stop(t)
+	select {
+	case <-hook.sent:
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	body := fmt.Sprintf(`{"lease":%q}`, lease)
+	req := httptest.NewRequestWithContext(ctx, "POST", "/v1/topics/ak/jobs/a/ack", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan time.Time)
+	go func() {
+		e.handler.ServeHTTP(httptest.NewRecorder(), req)
+		done <- time.Now()
+	}()
+	<-hook.sent // the ack's call is on its way to the paused Redis
+	left := time.Now()
+	cancel()
+	if ended := <-done; ended.Sub(left) > 1500*time.Millisecond {
+		t.Errorf("the ack's handler ended %v after its client left, with a 500ms timeout", ended.Sub(left))
+	}
+	e.redis.Cont(t)
+	switch r := e.raw(e.url, "POST", "/v1/topics/ak/jobs/a/ack", "application/json", body); r.status {
+	case http.StatusNoContent:
+	case http.StatusConflict:
+		e.call("GET", "/v1/topics/ak/jobs/a", nil).want(t, http.StatusNotFound)
+	default:
+		t.Fatalf("the second ack: %d %s", r.status, r.body)
+	}
+	if jobs := e.reserve("ak", map[string]any{"wait_ms": 200}); len(jobs) != 0 {
+		t.Errorf("the acked job was handed out again: %+v", jobs)
+	}
+}
