@@ -15,7 +15,7 @@ func bounded[T any](ctx context.Context, inline bool, f func(context.Context) (T
 	if inline {
 		return f(ctx)
 	}
-	return boundedOrUndo(ctx, inline, f, func(T) {})
+	return boundedOrUndo(ctx, false, f, func(T) {})
 }
 
 // boundedOrUndo is bounded for calls whose result must not be dropped: when ctx ends first,
