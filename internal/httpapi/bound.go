@@ -7,7 +7,7 @@ import "context"
 // A go-redis client honours a context's deadline only when built with ContextTimeoutEnabled;
 // otherwise a paused or unreachable Redis holds a call for its own read, dial and retry
 // timeouts, which would hang the request. inline says the client ends calls at ctx's deadline
-// itself (see Store.EndsCallsAtDeadline): f then runs on the request's goroutine, with no
+// itself (see store.EndsCallsAtDeadline): f then runs on the request's goroutine, with no
 // hand-off to another one and back. Otherwise f runs on a goroutine of its own and the request
 // ends with ctx's error (and so 503) while f runs on until those timeouts end it; its outcome
 // is then unknown to the caller, as with any request that times out.

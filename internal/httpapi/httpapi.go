@@ -127,7 +127,7 @@ func New(cfg Config) (http.Handler, error) {
 		public:  cfg.MetricsPublic,
 		trace:   tracing.New(cfg.TracerProvider),
 		archive: cfg.Archive,
-		inline:  clienthooks.Store(cfg.Client).EndsCallsAtDeadline(),
+		inline:  store.EndsCallsAtDeadline(clienthooks.Store(cfg.Client).Client()),
 	}
 	a.readyInline = a.inline
 	if a.redis != nil {

@@ -73,15 +73,11 @@ func New(rdb redis.UniversalClient, ns string) *Store {
 // Client returns the Redis client the store uses.
 func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
-// EndsCallsAtDeadline reports whether the client ends a call at its context's deadline
-// (go-redis's ContextTimeoutEnabled); otherwise a hung Redis holds a call for the client's own
-// read, write and retry timeouts, whatever the context says.
-func (s *Store) EndsCallsAtDeadline() bool { return EndsCallsAtDeadline(s.rdb) }
-
 // EndsCallsAtDeadline reports whether rdb ends a call at its context's deadline: go-redis's
 // ContextTimeoutEnabled, with read and write timeouts that let it set socket deadlines (a
-// timeout of -2 sets none, and so ignores the context's too). It is false for client types it
-// does not know.
+// timeout of -2 sets none, and so ignores the context's too). Otherwise a hung Redis holds a
+// call for the client's own timeouts and retries, whatever the context says. It is false for
+// client types it does not know.
 func EndsCallsAtDeadline(rdb redis.UniversalClient) bool {
 	switch c := rdb.(type) {
 	case *redis.Client:
