@@ -43,7 +43,8 @@ func (h *harness) recovery(at int64, producer, worker *agent) time.Duration {
 	return time.Duration(max(enq, ack)-at) * time.Millisecond
 }
 
-// load starts a paced producer (ending by itself after about secs seconds) and two workers.
+// load starts a paced producer (ending by itself after about secs seconds) and two workers, and
+// returns once two seconds' worth of jobs (at most a tenth of them) were enqueued and one acked.
 func (h *harness) load(prefix string, n, secs int, extra ...string) (producer, worker *agent) {
 	h.t.Helper()
 	args := append([]string{"-prefix", prefix, "-n", itoa(n), "-batch", "20", "-concurrency", "4",
@@ -52,7 +53,7 @@ func (h *harness) load(prefix string, n, secs int, extra ...string) (producer, w
 	worker = h.start("worker1", "work", "-concurrency", "50", "-sleep", "10ms")
 	h.start("worker2", "work", "-concurrency", "50", "-sleep", "10ms")
 	testwait.For(h.t, 30*time.Second, "load to build up", func() bool {
-		return producer.count(faults.Enqueued) >= n/10 && worker.count(faults.Acked) > 0
+		return producer.count(faults.Enqueued) >= min(n/10, 2*n/secs) && worker.count(faults.Acked) > 0
 	})
 	return producer, worker
 }

@@ -79,8 +79,11 @@ func sentinelScenario(t *testing.T, fault string, wait bool) {
 	if wait {
 		extra = []string{"-wait-replicas", "1", "-wait-timeout", "500ms"}
 	}
-	n := scale(15000, 150000)
-	producer, worker := h.load("s", n, 25, extra...)
+	// The producer sends 600 jobs a second (6,000 in the long run) until it is stopped a while
+	// after the service has recovered: how long the sentinels take varies with the machine's
+	// load, and a producer that had ended by then would leave no enqueue to show the recovery.
+	rate := scale(600, 6000)
+	producer, worker := h.load("s", rate*240, 240, extra...)
 
 	start := time.Now().UnixMilli()
 	switch fault {
@@ -123,7 +126,12 @@ func sentinelScenario(t *testing.T, fault string, wait bool) {
 		from = replicated
 	}
 	rec := h.recovery(from, producer, worker)
-	h.finished(producer, 3*time.Minute)
+	// Five more seconds of jobs on the recovered service, then the producer stops.
+	more := producer.count(faults.Enqueued) + 5*rate
+	testwait.For(h.t, time.Minute, "five seconds of enqueues after the recovery", func() bool {
+		return producer.count(faults.Enqueued) >= more
+	})
+	h.stop(producer)
 	h.drain(3*time.Minute, 0)
 	r := h.check(faults.Rules{Faults: []faults.Window{{Name: fault, Start: start, End: end}}}, !wait)
 	if r.Lost > 0 {
