@@ -574,7 +574,11 @@ const deadKey = attribute.Key("delayq.job.dead")
 
 // settleSpan starts the span of an ack, nack or release of l.
 func (c *Client) settleSpan(ctx context.Context, op tracing.Op, l Lease) (context.Context, trace.Span) {
-	return c.trace.Start(ctx, op, l.Topic, semconv.MessagingMessageID(l.ID))
+	ctx, span := c.trace.Start(ctx, op, l.Topic)
+	if span.IsRecording() { // here, not in Start's attributes: those would be made for every span
+		span.SetAttributes(semconv.MessagingMessageID(l.ID))
+	}
+	return ctx, span
 }
 
 // maxErrorText bounds the error text a job keeps.

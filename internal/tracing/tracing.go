@@ -46,21 +46,25 @@ func New(tp trace.TracerProvider) Tracer {
 
 // Op names a messaging operation: its span name starts with it.
 type Op struct {
-	name    string
-	kindOpt trace.SpanStartOption
-	typ     attribute.KeyValue
+	name string
+	kind []trace.SpanStartOption // the span kind, as a slice made once: no allocation per span
+	typ  attribute.KeyValue
 }
 
 // The operations delayq traces.
 var (
-	Send    = Op{"send", trace.WithSpanKind(trace.SpanKindProducer), semconv.MessagingOperationTypeSend}
-	Receive = Op{"receive", trace.WithSpanKind(trace.SpanKindClient), semconv.MessagingOperationTypeReceive}
-	Process = Op{"process", trace.WithSpanKind(trace.SpanKindConsumer), semconv.MessagingOperationTypeProcess}
-	Deliver = Op{"deliver", trace.WithSpanKind(trace.SpanKindConsumer), semconv.MessagingOperationTypeProcess}
-	Ack     = Op{"ack", trace.WithSpanKind(trace.SpanKindClient), semconv.MessagingOperationTypeSettle}
-	Nack    = Op{"nack", trace.WithSpanKind(trace.SpanKindClient), semconv.MessagingOperationTypeSettle}
-	Release = Op{"release", trace.WithSpanKind(trace.SpanKindClient), semconv.MessagingOperationTypeSettle}
+	Send    = newOp("send", trace.SpanKindProducer, semconv.MessagingOperationTypeSend)
+	Receive = newOp("receive", trace.SpanKindClient, semconv.MessagingOperationTypeReceive)
+	Process = newOp("process", trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess)
+	Deliver = newOp("deliver", trace.SpanKindConsumer, semconv.MessagingOperationTypeProcess)
+	Ack     = newOp("ack", trace.SpanKindClient, semconv.MessagingOperationTypeSettle)
+	Nack    = newOp("nack", trace.SpanKindClient, semconv.MessagingOperationTypeSettle)
+	Release = newOp("release", trace.SpanKindClient, semconv.MessagingOperationTypeSettle)
 )
+
+func newOp(name string, kind trace.SpanKind, typ attribute.KeyValue) Op {
+	return Op{name, []trace.SpanStartOption{trace.WithSpanKind(kind)}, typ}
+}
 
 // Start starts the span of op on topic, named "<op> <topic>" as the messaging conventions ask,
 // with the given attributes besides the system, destination and operation. The attributes are
@@ -68,7 +72,7 @@ var (
 // SDK then costs a few hundred nanoseconds, not a kilobyte of garbage. (A sampler sees the
 // span's name and kind, which name the operation and topic, but not its attributes.)
 func (t Tracer) Start(ctx context.Context, op Op, topic string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	ctx, span := t.t.Start(ctx, op.name+" "+topic, op.kindOpt)
+	ctx, span := t.t.Start(ctx, op.name+" "+topic, op.kind...)
 	if span.IsRecording() {
 		span.SetAttributes(systemAttr, semconv.MessagingDestinationName(topic),
 			semconv.MessagingOperationName(op.name), op.typ)
@@ -86,16 +90,23 @@ func (t Tracer) StartServer(ctx context.Context, name string, attrs ...attribute
 // with link set or without such a context, the start of a new trace, linked to that context if
 // there is one. ctx's own span is never the parent: a Worker's deliveries do not join the trace
 // of whatever started the Worker. Long delays make traces hours long; linking keeps each
-// delivery its own trace.
-func (t Tracer) StartJob(ctx context.Context, op Op, topic, id string, attempt int, headers map[string]string, link bool, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	attrs = append(attrs, semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+// delivery its own trace. It runs once per delivery, so a span that does not record costs no
+// attribute and no context more than it must.
+func (t Tracer) StartJob(ctx context.Context, op Op, topic, id string, attempt int, headers map[string]string, link bool) (context.Context, trace.Span) {
 	producer := trace.SpanContextFromContext(Extract(context.Background(), headers))
-	if producer.IsValid() && !link {
-		return t.Start(trace.ContextWithRemoteSpanContext(ctx, producer), op, topic, attrs...)
+	parent := ctx
+	switch {
+	case producer.IsValid() && !link:
+		parent = trace.ContextWithRemoteSpanContext(ctx, producer)
+	case trace.SpanContextFromContext(ctx).IsValid():
+		parent = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
 	}
-	ctx, span := t.Start(trace.ContextWithSpanContext(ctx, trace.SpanContext{}), op, topic, attrs...)
-	if producer.IsValid() {
-		span.AddLink(trace.Link{SpanContext: producer})
+	ctx, span := t.Start(parent, op, topic)
+	if span.IsRecording() {
+		span.SetAttributes(semconv.MessagingMessageID(id), AttemptKey.Int(attempt))
+		if producer.IsValid() && link {
+			span.AddLink(trace.Link{SpanContext: producer})
+		}
 	}
 	return ctx, span
 }
