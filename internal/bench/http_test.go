@@ -48,7 +48,7 @@ var httpMetrics = []string{
 	"memory per pending job at 10k jobs",
 }
 
-var serverPidRe = regexp.MustCompile(`process of its own \(pid (\d+),`)
+var serverPidRe = regexp.MustCompile(`process of its own \(pid (\d+)\)`)
 
 // serverKind is where the server of an http scenario run was.
 type serverKind int

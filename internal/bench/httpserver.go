@@ -82,7 +82,7 @@ func httpServer(ctx context.Context, env *Env, c Contestant, dc *delayq.Client, 
 		if ns != "" {
 			settings += fmt.Sprintf(" but --namespace %s", ns)
 		}
-		r.note("`delayq server` as a process of its own on the benchmark's Redis, with %s", settings)
+		r.note("`delayq server` as a process of its own (pid %d) on the benchmark's Redis, with %s", p.proc.Pid(), settings)
 		return &httpTarget{base: p.base, pid: p.proc.Pid(), stop: p.stop, exited: p.exitErr}, nil
 	}
 	h, err := httpapi.New(httpapi.Config{Client: dc, Logger: slog.New(slog.DiscardHandler)})
