@@ -72,17 +72,19 @@ func variants() []variant {
 		{"floor: one EVALSHA (TIME, HSET, ZADD)", 1, runFloor},
 		{"delayq Enqueue, replay window 0 (no call record)", 1, enqueueWith(-1, 1)},
 		{"delayq Enqueue (default: call record kept 30 s)", 1, enqueueWith(0, 1)},
+		{"delayq, 12 jobs a call, replay window 0", 12, enqueueWith(-1, 12)},
 		{"delayq, 12 jobs a call (as 16 producers coalesce)", 12, enqueueWith(0, 12)},
-		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(false)},
-		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(true)},
+		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", 1, lifecycle(-1, false)},
+		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(0, false)},
+		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(0, true)},
 	}
 }
 
-// lifecycle enqueues, reserves and acks one job a call, its end appended to its partition's
-// history stream when archived is set (no archiver reads it here).
-func lifecycle(archived bool) func(context.Context, *redis.Client, int) error {
+// lifecycle enqueues, reserves and acks one job a call with the given replay window, its end
+// appended to its partition's history stream when archived is set (no archiver reads it here).
+func lifecycle(window time.Duration, archived bool) func(context.Context, *redis.Client, int) error {
 	return func(ctx context.Context, rdb *redis.Client, calls int) error {
-		c, err := delayq.New(ctx, rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			return err
 		}

@@ -253,3 +253,38 @@ func TestFloorsRunEnqueueScenariosOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayWindowOffStoresNoCallRecords runs the enqueue scenario with the library's default
+// replay window and with --replay-window below 0: only the first stores call records (SET, one
+// per script call that changes state), so the second measures delayq without them.
+func TestReplayWindowOffStoresNoCallRecords(t *testing.T) {
+	t.Parallel()
+	sets := func(window string) int {
+		srv := redistest.Standalone(t)
+		cmd := bench.Command()
+		cmd.SetArgs([]string{"--quick", "--scenarios", "enqueue", "--redis", "redis://" + srv.Addr, "--replay-window", window})
+		var out, errOut bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		if err := cmd.ExecuteContext(context.Background()); err != nil {
+			t.Fatalf("bench --replay-window %s: %v\n%s", window, err, errOut.String())
+		}
+		info, err := srv.Client(t).Info(context.Background(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\r\n") {
+			if rest, ok := strings.CutPrefix(line, "cmdstat_set:calls="); ok {
+				n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+		return 0
+	}
+	if on, off := sets("0s"), sets("-1ns"); on < 100 || off != 0 {
+		t.Errorf("SET calls: %d with the default replay window, %d without one; want at least 100 and 0", on, off)
+	}
+}

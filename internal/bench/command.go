@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
@@ -46,6 +47,10 @@ type Options struct {
 	ScalingPending int
 	// ClusterAddrs are nodes of a Redis Cluster for the cluster scenario; empty starts its own.
 	ClusterAddrs []string
+	// ReplayWindow is the library's Config.ReplayWindow in the scenarios that drive a
+	// delayq.Client: 0 its default, below 0 none (no call records), to measure what answering
+	// a replayed call as its first run costs.
+	ReplayWindow time.Duration
 }
 
 // Command returns the `bench` subcommand.
@@ -79,6 +84,7 @@ Scenarios: ` + scenarioNames() + `.`,
 	f.StringVar(&o.Namespace, "namespace", "delayq-bench", "delayq key prefix of the benchmark's jobs")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.IntVar(&o.ScalingPending, "scaling-pending", 0, "jobs pending in the scaling scenario's second probe (default 1,000,000; 10,000 with --quick)")
+	f.DurationVar(&o.ReplayWindow, "replay-window", 0, "the library's replay window (Config.ReplayWindow) where a scenario drives a delayq.Client: 0 its default of 30s, negative none, so that a replayed call could act twice; the http scenario's server keeps its own")
 	f.StringSliceVar(&o.ClusterAddrs, "cluster-addrs", nil, "host:port of nodes of a Redis Cluster for the cluster scenario, which deletes its namespace's keys there and resets the primaries' statistics (CONFIG RESETSTAT); empty starts clusters of 1 and 3 primaries")
 	return cmd
 }
@@ -143,7 +149,10 @@ func RunCommand(ctx context.Context, o Options, stdout, stderr io.Writer) error 
 		}
 		defer pprof.StopCPUProfile()
 	}
-	dq := &Delayq{RDB: rdb, Config: delayq.Config{Namespace: o.Namespace}, Revision: Revision()}
+	if o.ReplayWindow < 0 {
+		env.Log.Info("bench: replay window off: no call records, a replayed call could act twice")
+	}
+	dq := &Delayq{RDB: rdb, Config: delayq.Config{Namespace: o.Namespace, ReplayWindow: o.ReplayWindow}, Revision: Revision()}
 	results := Run(ctx, env, scenarios, []Contestant{
 		dq,
 		&Floor{RDB: rdb, Namespace: o.Namespace},
