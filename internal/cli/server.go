@@ -62,7 +62,9 @@ accepting, lets requests and webhook deliveries in flight finish (up to --shutdo
 and exits 0.
 
 Unless GOGC is set, it runs Go's garbage collector at GOGC=400: its heap is small, and
-collecting it less often takes about a tenth less CPU per request under load.`),
+collecting it less often takes about a tenth less CPU per request under load. Where its
+memory is capped (a container's limit), set GOMEMLIMIT a little below the cap as well, so
+that the collector runs sooner when the heap nears it.`),
 		Example: `  delayq server
   delayq server --listen :7070 --redis redis://:password@redis.internal:6379/0
   delayq server --redis 'redis+sentinel://s1:26379,s2:26379/mymaster'
