@@ -15,22 +15,13 @@ func bounded[T any](ctx context.Context, inline bool, f func(context.Context) (T
 	if inline {
 		return f(ctx)
 	}
-	return boundedOrUndo(ctx, false, f, func(T) {})
+	return boundedOrUndo(ctx, f, func(T) {})
 }
 
-// boundedOrUndo is bounded for calls whose result must not be dropped: when ctx ends first,
-// undo receives the result f returns after all. Inline, a result that comes back after ctx
-// ended is undone too: its caller is gone.
-func boundedOrUndo[T any](ctx context.Context, inline bool, f func(context.Context) (T, error), undo func(T)) (T, error) {
+// boundedOrUndo is bounded for calls whose result must not be dropped, always on a goroutine
+// of their own: when ctx ends first, undo receives the result f returns after all.
+func boundedOrUndo[T any](ctx context.Context, f func(context.Context) (T, error), undo func(T)) (T, error) {
 	var zero T
-	if inline {
-		v, err := f(ctx)
-		if err != nil || ctx.Err() == nil {
-			return v, err
-		}
-		undo(v)
-		return zero, ctx.Err()
-	}
 	type result struct {
 		v   T
 		err error

@@ -35,7 +35,7 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 	// Reserve puts back what it leased when ctx ends first; jobs it returns after the answer
 	// was given up on are put back here. It runs on a goroutine of its own whatever the client:
 	// undoing a reserve whose answer was lost goes on for up to two seconds after ctx ends.
-	jobs, err := boundedOrUndo(ctx, false, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) },
+	jobs, err := boundedOrUndo(ctx, func(ctx context.Context) ([]*delayq.Job, error) { return a.c.Reserve(ctx, topic, o) },
 		func(jobs []*delayq.Job) { a.putBack(r, jobs) })
 	if err != nil && r.Context().Err() != nil && errors.Is(err, context.Canceled) {
 		// The wait was ended by the server shutting down (or the client leaving): nothing was
