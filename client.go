@@ -107,6 +107,13 @@ type Config struct {
 	// settled lease ErrLeaseLost. Each recorded call costs Redis memory for
 	// the window (about 170 bytes). Defaults to 30s; negative keeps nothing (replays are then not safe).
 	ReplayWindow time.Duration
+	// ExpireAllLeases makes the Client expire the leases of every topic of the namespace at
+	// their deadlines, not only of the topics it consumes (by Reserve or a Worker, which it
+	// always does): a topic nobody consumes any more still has its expired leases' jobs
+	// retried or sent to the dead letters on time, and every view of them is true. delayq
+	// server sets it. It costs a subscription to every partition and one script call per
+	// lease that reaches its deadline.
+	ExpireAllLeases bool
 	// TracerProvider makes the OpenTelemetry spans of enqueues, reserves, acks, nacks, releases
 	// and Worker deliveries (docs/observability.md). Nil: the global provider, as installed by
 	// otel.SetTracerProvider, which makes no spans until a program installs an SDK.
@@ -180,6 +187,13 @@ type Client struct {
 	hub *wake.Hub
 	// stopArchive ends followArchive.
 	stopArchive chan struct{}
+
+	// leases are the partitions whose leases this Client expires (expiry.go); stopLeases ends
+	// the goroutine that expires them, started once, which closes keeperDone when it ends.
+	leases     *wake.Leases
+	stopLeases chan struct{}
+	keeperOnce sync.Once
+	keeperDone chan struct{}
 }
 
 // New returns a Client on rdb, which may be a standalone, Sentinel (failover) or Cluster client.
@@ -210,6 +224,9 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 		topics: make(map[string]*wake.Topic),
 		users:  make(map[*wake.Topic]int),
 		hub:    wake.NewHub(rdb, cfg.Logger, keys.NewTopics(cfg.Namespace)),
+		leases: wake.NewLeases(),
+
+		stopLeases: make(chan struct{}),
 
 		registered: make(map[string]time.Time),
 	}
@@ -228,6 +245,12 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 	}
 	c.stopArchive = make(chan struct{})
 	go c.followArchive(c.stopArchive)
+	if cfg.ExpireAllLeases {
+		if cfg.PollInterval == 0 {
+			c.hub.AwaitTopics(c.leases)
+		}
+		c.startLeaseKeeper()
+	}
 	return c, nil
 }
 
@@ -241,6 +264,11 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	close(c.stopArchive)
+	close(c.stopLeases)
+	c.keeperOnce.Do(func() {}) // no keeper starts after this
+	if c.keeperDone != nil {
+		<-c.keeperDone
+	}
 	c.hub.Close()
 	return nil
 }

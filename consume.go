@@ -183,8 +183,10 @@ func (c *Client) findTopic(ctx context.Context, t *wake.Topic) error {
 	}
 }
 
-// listen makes notices of t's n partitions wake t, unless the Client polls instead.
+// listen makes notices of t's n partitions wake t, unless the Client polls instead, and makes
+// the Client expire their leases at their deadlines.
 func (c *Client) listen(t *wake.Topic, n int) {
+	c.keepLeases(t.Name, n)
 	if c.cfg.PollInterval > 0 {
 		return
 	}

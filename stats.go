@@ -28,6 +28,9 @@ type TopicStats struct {
 	Partitions int
 	// Limits are the topic's rate and concurrency limits (SetTopicLimits).
 	Limits TopicLimits
+	// LeasesExpired counts the leases of the topic that reached their deadline unsettled
+	// since the topic was made: each such job was retried or sent to the dead letters.
+	LeasesExpired int64
 }
 
 // Stats counts the jobs of one topic, reading all its partitions in one round trip.
@@ -61,6 +64,7 @@ func sumCounts(topic string, counts []store.Counts) *TopicStats {
 		s.Ready += k.Ready
 		s.Reserved += k.Reserved
 		s.Dead += k.Dead
+		s.LeasesExpired += k.LeasesExpired
 		s.Paused = s.Paused || k.Paused
 		earliest = minKnown(earliest, k.EarliestMs)
 		oldest = minKnown(oldest, k.OldestReadyMs)

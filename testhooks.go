@@ -14,10 +14,11 @@ var clockMu sync.Mutex
 
 func init() {
 	testhooks.AdvanceClock = func(client any, d time.Duration) {
-		s := client.(*Client).store
+		c := client.(*Client)
 		clockMu.Lock()
 		defer clockMu.Unlock()
-		s.SetClockOffset(s.ClockOffset() + d.Milliseconds())
+		c.store.SetClockOffset(c.store.ClockOffset() + d.Milliseconds())
+		c.leases.Recheck() // the leases the move passed expire at once
 	}
 	testhooks.ClockOffset = func(client any) time.Duration {
 		return time.Duration(client.(*Client).store.ClockOffset()) * time.Millisecond

@@ -12,7 +12,8 @@ import (
 // Redis server's clock; AdvanceClock does not touch the server: it adds d to the time every
 // operation of this Client reads from it. So after AdvanceClock(client, time.Hour) a job
 // enqueued with a delay of an hour is due for client's Reserve and for Drain at once, a lease
-// whose TTR the move passed fails at client's next reserve (as an expired lease does), and
+// of a topic client consumes whose TTR the move passed expires at once (client expires the
+// leases of the topics it consumes, as every Client does), and
 // client's new jobs are stamped an hour ahead. Other Clients, on the same Redis or not, keep the server's clock and do not see
 // the move; Redis's own expiries (call records kept for replays) do not see it either. The
 // moves of one Client add up; a negative d moves its clock back.

@@ -64,7 +64,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	}
 	started.add(func() { closeRedis(bg, rdb, emb, log) })
 
-	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.namespace, Partitions: cfg.partitions, Logger: log})
+	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.namespace, Partitions: cfg.partitions, Logger: log, ExpireAllLeases: true})
 	if err != nil {
 		return fmt.Errorf("connecting to Redis at %s: %w", redisDesc, err)
 	}

@@ -264,3 +264,39 @@ func (s *Store) ReserveJob(ctx context.Context, p keys.Partition, id string) (Re
 	}
 	return parseRecord(v)
 }
+
+var expireScript = loadScript("expire")
+
+// Expired is what one partition's expiry call found.
+type Expired struct {
+	NowMs  int64
+	NextMs int64 // the partition's first lease deadline left; NowMs when more have expired; -1 for none
+	Count  int   // leases this call expired
+	Err    error // the partition's call failed; the other fields are zero
+}
+
+// ExpireLeases fails the expired leases of each partition in parts, at most bulk each, in one
+// round trip, as a reserve does before it leases, and returns each partition's first lease
+// deadline left.
+func (s *Store) ExpireLeases(ctx context.Context, parts []keys.Partition, bulk int) []Expired {
+	cmds, errs := s.pipelined(ctx, expireScript, len(parts), func(i int) script {
+		return read(parts[i], bulk)
+	})
+	out := make([]Expired, len(parts))
+	for i, cmd := range cmds {
+		if errs[i] != nil {
+			out[i].Err = fmt.Errorf("delayq: expiring leases: %w", errs[i])
+			continue
+		}
+		v, err := cmd.Int64Slice()
+		if err == nil && len(v) != 3 {
+			err = errors.New("malformed reply")
+		}
+		if err != nil {
+			out[i].Err = fmt.Errorf("delayq: expiring leases: %w", err)
+			continue
+		}
+		out[i] = Expired{NowMs: v[0], NextMs: v[1], Count: int(v[2])}
+	}
+	return out
+}

@@ -235,7 +235,7 @@ func TestCancelReplayAnswersCancelled(t *testing.T) {
 }
 
 // A reserve that makes a lease end before any other announces its deadline on the partition's
-// channel, so that consumers elsewhere wake to hand the job out again should it expire.
+// channel, so that the processes that expire leases wake at that deadline.
 func TestReserveAnnouncesTheEarliestLeaseDeadline(t *testing.T) {
 	s, p := newTestStore(t)
 	ctx := testCtx(t)
@@ -256,7 +256,7 @@ func TestReserveAnnouncesTheEarliestLeaseDeadline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprint(r.Jobs[0].LeaseDeadlineMs); msg.Payload != want {
+	if want := fmt.Sprint(r.Jobs[0].LeaseDeadlineMs, " lease"); msg.Payload != want {
 		t.Fatalf("notice %q after the reserve, want the lease deadline %s", msg.Payload, want)
 	}
 }

@@ -400,6 +400,7 @@ type Counts struct {
 	OldestReadyMs                         int64 // earliest due time among ready jobs; -1 for none
 	Paused                                bool  // the partition hands out nothing (SetPaused)
 	Limits                                Limits
+	LeasesExpired                         int64 // leases expired in the partition so far
 }
 
 // Stats counts the jobs of each partition in parts, in one pipelined round trip.
@@ -413,14 +414,14 @@ func (s *Store) Stats(ctx context.Context, parts []keys.Partition) ([]Counts, er
 			return nil, errs[i]
 		}
 		v, err := cmd.Int64Slice()
-		if err == nil && len(v) != 11 {
+		if err == nil && len(v) != 12 {
 			err = errors.New("malformed reply")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("delayq: stats: %d values: %w", len(v), err)
 		}
 		out[i] = Counts{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] == 1,
-			Limits{Rate: int(v[8]), PeriodMs: v[9], Concurrency: int(v[10])}}
+			Limits{Rate: int(v[8]), PeriodMs: v[9], Concurrency: int(v[10])}, v[11]}
 	}
 	return out, nil
 }

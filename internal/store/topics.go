@@ -119,3 +119,30 @@ func (s *Store) UnregisterTopic(ctx context.Context, topic string) error {
 	}
 	return nil
 }
+
+// LeaseHeads reads the server's clock and, for each partition, its first lease deadline (-1:
+// nothing is leased), in one round trip: one command a partition, and no script.
+func (s *Store) LeaseHeads(ctx context.Context, parts []keys.Partition) (nowMs int64, heads []int64, err error) {
+	leased := make([]*redis.ZSliceCmd, len(parts))
+	var now *redis.TimeCmd
+	cmds, _ := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		now = pipe.Time(ctx)
+		for i, p := range parts {
+			leased[i] = pipe.ZRangeWithScores(ctx, p.Reserved(), 0, 0)
+		}
+		return nil
+	})
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return 0, nil, fmt.Errorf("delayq: looking at leases: %w", err)
+		}
+	}
+	heads = make([]int64, len(parts))
+	for i := range parts {
+		heads[i] = -1
+		if l := leased[i].Val(); len(l) > 0 {
+			heads[i] = int64(l[0].Score)
+		}
+	}
+	return now.Val().UnixMilli() + s.clockOffset.Load(), heads, nil
+}

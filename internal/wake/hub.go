@@ -38,9 +38,11 @@ type Hub struct {
 }
 
 // target is one partition of one topic state, or with p = -1 a topic state waiting for its
-// topic to be registered.
+// topic to be registered; or, with l set, a partition the process expires the leases of (p:
+// its index in l), or with p = -1 a Leases taking on every topic registered.
 type target struct {
 	t *Topic
+	l *Leases
 	p int
 }
 
@@ -52,6 +54,10 @@ func NewHub(rdb redis.UniversalClient, log *slog.Logger, newTopics string) *Hub 
 
 // wake tells tg that something may have changed that no notice told of.
 func (tg target) wake() {
+	if tg.l != nil {
+		tg.l.recheck(tg.p)
+		return
+	}
 	if tg.p < 0 {
 		tg.t.Recheck(nil)
 		return
@@ -71,9 +77,23 @@ func (h *Hub) Listen(t *Topic, channels []string) {
 	t.mu.Unlock()
 	targets := make([]target, len(channels))
 	for p := range channels {
-		targets[p] = target{t, p}
+		targets[p] = target{t: t, p: p}
 	}
 	h.subscribe(channels, targets)
+}
+
+// ListenLeases makes the lease notices of channels[k] reach kept partition parts[k] of l.
+func (h *Hub) ListenLeases(l *Leases, channels []string, parts []int) {
+	targets := make([]target, len(channels))
+	for k := range channels {
+		targets[k] = target{l: l, p: parts[k]}
+	}
+	h.subscribe(channels, targets)
+}
+
+// AwaitTopics makes every topic registration reach l (Leases.TakeRegistered); once per l.
+func (h *Hub) AwaitTopics(l *Leases) {
+	h.subscribe([]string{h.newTopics}, []target{{l: l, p: -1}})
 }
 
 // subscribe makes messages on channels[i] reach targets[i], subscribing to the channels nobody
@@ -134,7 +154,7 @@ func (h *Hub) Await(t *Topic) {
 	}
 	t.awaiting = true
 	t.mu.Unlock()
-	h.subscribe([]string{h.newTopics}, []target{{t, -1}})
+	h.subscribe([]string{h.newTopics}, []target{{t: t, p: -1}})
 }
 
 // Forget stops waking t for the registration of its topic, and lets a later state of the same
@@ -151,7 +171,7 @@ func (h *Hub) Forget(t *Topic) {
 	// A new slice: targetsOf's callers may be reading the old one.
 	var kept []target
 	for _, tg := range h.targets[h.newTopics] {
-		if tg.t != t {
+		if tg.l != nil || tg.t != t {
 			kept = append(kept, tg)
 		}
 	}
@@ -186,7 +206,10 @@ func (h *Hub) onShardEvent(e shardsub.Event) {
 func (h *Hub) deliver(channel, payload string) {
 	if channel == h.newTopics {
 		for _, tg := range h.targetsOf(channel) {
-			if tg.t.Name == payload {
+			switch {
+			case tg.l != nil:
+				tg.l.registered(payload)
+			case tg.t.Name == payload:
 				tg.wake()
 			}
 		}
@@ -194,7 +217,9 @@ func (h *Hub) deliver(channel, payload string) {
 	}
 	if payload == controlsChanged {
 		for _, tg := range h.targetsOf(channel) {
-			tg.wake()
+			if tg.t != nil {
+				tg.wake()
+			}
 		}
 		return
 	}
@@ -203,7 +228,12 @@ func (h *Hub) deliver(channel, payload string) {
 		return
 	}
 	for _, tg := range h.targetsOf(channel) {
-		tg.t.Notice(tg.p, lane, due)
+		switch {
+		case lane == laneLease && tg.l != nil:
+			tg.l.notice(tg.p, due)
+		case lane != laneLease && tg.t != nil:
+			tg.t.Notice(tg.p, lane, due)
+		}
 	}
 }
 
@@ -285,16 +315,24 @@ func (h *Hub) recheckAll() {
 // CONTROLS_CHANGED).
 const controlsChanged = "controls"
 
+// laneLease is what parseNotice answers for a lease's notice, which is no lane's.
+const laneLease store.Lane = "lease"
+
 // parseNotice reads a notice's payload: "<due ms>" for the pull lane, "<due ms> push" for the
-// push lane (lib.lua's notify_if_sooner).
+// push lane (lib.lua's notify_if_sooner), "<deadline ms> lease" for a lease (announce_lease).
 func parseNotice(payload string) (dueMs int64, lane store.Lane, ok bool) {
-	ms, push := strings.CutSuffix(payload, " push")
+	ms, kind, _ := strings.Cut(payload, " ")
 	due, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil {
 		return 0, "", false
 	}
-	if push {
+	switch kind {
+	case "":
+		return due, store.LanePull, true
+	case "push":
 		return due, store.LanePush, true
+	case "lease":
+		return due, laneLease, true
 	}
-	return due, store.LanePull, true
+	return 0, "", false
 }

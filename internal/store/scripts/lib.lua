@@ -8,7 +8,8 @@
 --   KEYS[5] reserved   ZSET  leased job ids, score = lease deadline (Unix ms)
 --   KEYS[6] dead       ZSET  dead job ids, score 0 (paged by id)
 --   KEYS[7] notify     shard channel: '<due time>' or '<due time> push' when a lane's job
---                      becomes due earlier than anything the partition had
+--                      becomes due earlier than anything the partition had; '<deadline> lease'
+--                      when a lease ends before any other of the partition
 --   KEYS[8] leases     HASH  leased job id -> lease token
 --   KEYS[9] settings   HASH  the topic's controls in this partition: paused, rate_share,
 --                      period_ms, concurrency_share (and the topic's rate and concurrency,
@@ -143,7 +144,8 @@ end
 -- Failed attempts only when the setting asks for them. Past the setting's bound the oldest
 -- outcome waiting is dropped, and counted in the partition's settings (history_dropped):
 -- archiving never blocks the queue.
-local function archive(outcome, id, rec, attempts)
+-- at is when the outcome happened (Unix ms), NOW when nil.
+local function archive(outcome, id, rec, attempts, at)
   if ARCHIVE == 0 or (outcome == 'failed' and ARCHIVE > 0) then return end
   local keep = math.abs(ARCHIVE)
   local waiting = redis.call('XLEN', HISTORY)
@@ -157,7 +159,7 @@ local function archive(outcome, id, rec, attempts)
     redis.call('HINCRBY', SETTINGS, 'history_dropped', 1)
   end
   redis.call('XADD', HISTORY, 'MAXLEN', string.format('%d', keep), '*', 'o', outcome, 'i', id, 'r', rec,
-    'a', string.format('%d', attempts), 't', NOW_S)
+    'a', string.format('%d', attempts), 't', at and string.format('%d', at) or NOW_S)
 end
 
 -- attempts_of returns the finished attempts a stored record counts.
@@ -183,6 +185,22 @@ local function notify_if_sooner(prev, t, lane)
   end
 end
 
+-- lease_head returns the partition's first lease deadline, nil when nothing is leased.
+local function lease_head()
+  local h = redis.call('ZRANGE', RESERVED, '0', '0', 'WITHSCORES')
+  if #h == 0 then return nil end
+  return tonumber(h[2])
+end
+
+-- announce_lease tells the processes that expire leases (internal/wake's Leases) about a lease
+-- deadline earlier than the partition's first before the change (prev, nil when none): they
+-- sleep until the first deadline they know of, and expire it then, whoever consumes the topic.
+local function announce_lease(prev, deadline)
+  if prev == nil or deadline < prev then
+    redis.call('SPUBLISH', NOTIFY, string.format('%.0f lease', deadline))
+  end
+end
+
 -- lane_of returns the lane of a job: 'push' when it has a callback URL.
 local function lane_of(j)
   if j[F_CALLBACK] then return 'push' end
@@ -194,8 +212,8 @@ local function schedule(id, j, t)
   redis.call('ZADD', DELAYED, string.format('%d', t), id)
 end
 
-local function bury(id, j)
-  j[F_DIED_AT] = NOW
+local function bury(id, j, at)
+  j[F_DIED_AT] = at
   redis.call('ZADD', DEAD, '0', id)
 end
 
@@ -216,7 +234,7 @@ local function fail(id, j, since, err, delay, dead)
   j[F_LAST_ERROR] = err
   local outcome
   if dead or j[F_ATTEMPTS] > j[F_MAX_RETRIES] then
-    bury(id, j)
+    bury(id, j, since)
     outcome = 2
   else
     local prev = head_score()
@@ -226,14 +244,16 @@ local function fail(id, j, since, err, delay, dead)
     outcome = 1
   end
   local rec = save(id, j)
-  archive(outcome == 2 and 'dead' or 'failed', id, rec, j[F_ATTEMPTS])
+  archive(outcome == 2 and 'dead' or 'failed', id, rec, j[F_ATTEMPTS], since)
   return outcome
 end
 
 -- expire_leases fails up to limit jobs whose lease deadline has passed; their backoff counts
--- from the deadline, not from when this call noticed it.
+-- from the deadline, not from when this call noticed it, and so does their history. Each
+-- expiry counts in the partition's settings (leases_expired). Returns how many it expired.
 local function expire_leases(limit)
   local expired = redis.call('ZRANGE', RESERVED, '-inf', NOW_S, 'BYSCORE', 'LIMIT', '0', string.format('%d', limit), 'WITHSCORES')
+  if #expired == 0 then return 0 end
   for i = 1, #expired, 2 do
     local id = expired[i]
     local j = load_job(id)
@@ -244,6 +264,8 @@ local function expire_leases(limit)
       redis.call('HDEL', LEASES, id)
     end
   end
+  redis.call('HINCRBY', SETTINGS, 'leases_expired', string.format('%d', #expired / 2))
+  return #expired / 2
 end
 
 -- promote moves up to limit due jobs from delayed to their ready set. It reads only the first

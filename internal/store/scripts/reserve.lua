@@ -59,7 +59,7 @@ if #ids > 0 then
   local leases, deadlines, gone = {}, {}, {}
   local bytes = 0
   local earliest
-  local rhead = redis.call('ZRANGE', RESERVED, '0', '0', 'WITHSCORES')
+  local rhead = lease_head()
   for _, id in ipairs(ids) do
     local rec = redis.call('HGET', JOBS, id)
     if rec then
@@ -84,11 +84,9 @@ if #ids > 0 then
   bulk('HSET', LEASES, leases)
   bulk('ZADD', RESERVED, deadlines)
   count_starts(rate, leases)
-  -- A lease that ends before any other is announced: should its holder never settle it, the
-  -- consumers waiting on this partition must wake to hand the job out again.
-  if earliest and (#rhead == 0 or earliest < tonumber(rhead[2])) then
-    notify_if_sooner(nil, earliest, ARGV[4])
-  end
+  -- A lease that ends before any other is announced: should its holder never settle it, it
+  -- must be expired at its deadline, whoever consumes the topic then.
+  if earliest then announce_lease(rhead, earliest) end
 end
 local upcoming = next_due(set, paused, rate, period, concurrency)
 out[2] = upcoming

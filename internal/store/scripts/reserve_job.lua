@@ -22,16 +22,12 @@ if redis.call('ZREM', DEAD, id) == 1 then
   j[F_DIED_AT] = nil
   rec = save(id, j)
 end
-local _, _, callback, ttr = cmsgpack.unpack_limit(rec, 3)
+local _, _, _, ttr = cmsgpack.unpack_limit(rec, 3)
 local deadline = NOW + ttr
-local rhead = redis.call('ZRANGE', RESERVED, 0, 0, 'WITHSCORES')
+local rhead = lease_head()
 redis.call('HSET', LEASES, id, token)
 redis.call('ZADD', RESERVED, deadline, id)
 -- A lease that ends before any other is announced (see reserve.lua).
-if #rhead == 0 or deadline < tonumber(rhead[2]) then
-  local lane = 'pull'
-  if callback then lane = 'push' end
-  notify_if_sooner(nil, deadline, lane)
-end
+announce_lease(rhead, deadline)
 record(1)
 return {id, rec, S_RESERVED, token, deadline}

@@ -2,7 +2,8 @@
 -- KEYS: see lib.lua.
 -- Returns {now, delayed, ready, reserved, dead, earliest pending due time or -1,
 --          earliest due time among ready jobs or -1, 1 when paused else 0,
---          the topic's rate limit, its period in ms and the topic's concurrency limit (0: none)}.
+--          the topic's rate limit, its period in ms and the topic's concurrency limit (0: none),
+--          the leases expired in the partition so far}.
 local due_waiting = redis.call('ZCOUNT', DELAYED, '-inf', NOW)
 local delayed = redis.call('ZCARD', DELAYED) - due_waiting
 local ready = due_waiting + redis.call('ZCARD', READY) + redis.call('ZCARD', READY_PUSH)
@@ -39,8 +40,8 @@ local head = head_score()
 if due_waiting > 0 and (oldest == -1 or head < oldest) then oldest = head end
 local earliest = oldest
 if head and (earliest == -1 or head < earliest) then earliest = head end
-local s = redis.call('HMGET', SETTINGS, 'paused', 'rate', 'period_ms', 'concurrency')
+local s = redis.call('HMGET', SETTINGS, 'paused', 'rate', 'period_ms', 'concurrency', 'leases_expired')
 local paused = 0
 if s[1] == '1' then paused = 1 end
 return {NOW, delayed, ready, redis.call('ZCARD', RESERVED), redis.call('ZCARD', DEAD), earliest, oldest,
-        paused, tonumber(s[2]) or 0, tonumber(s[3]) or 0, tonumber(s[4]) or 0}
+        paused, tonumber(s[2]) or 0, tonumber(s[3]) or 0, tonumber(s[4]) or 0, tonumber(s[5]) or 0}

@@ -17,7 +17,11 @@ if ttr <= 0 then
 end
 -- Remove first: over maxmemory Redis refuses a script whose first write may grow memory, and a
 -- running job's lease must still be renewable when Redis is full.
+-- A shorter lease that now ends before any other is announced, as a reserve's is; a longer one
+-- is learnt by whoever wakes at its old deadline.
+local rhead = lease_head()
 redis.call('ZREM', RESERVED, id)
 redis.call('ZADD', RESERVED, NOW + ttr, id)
+announce_lease(rhead, NOW + ttr)
 record(NOW + ttr)
 return NOW + ttr

@@ -1,0 +1,170 @@
+package delayq
+
+import (
+	"context"
+	"time"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/wake"
+)
+
+// Leases expire at their deadlines, with nobody polling: a Client expires the leases of every
+// topic it consumes (by Reserve or a Worker) and, with Config.ExpireAllLeases, of every topic
+// of its namespace. The scripts announce each lease that ends before any other of its
+// partition; one goroutine per Client sleeps until the first deadline it knows and expires
+// the partition's leases then (internal/wake's Leases). Every Client that keeps a partition
+// does so, idempotently: an expiry run twice is run once.
+
+// leaseRecheck is how often the Client looks at each partition it keeps without a notice:
+// notices, and a look at every partition when a subscription is made again, cover the rest.
+func (c *Client) leaseRecheck() time.Duration {
+	if c.cfg.PollInterval > 0 {
+		return c.cfg.PollInterval
+	}
+	return 10 * c.cfg.RecheckInterval
+}
+
+// expiryTimeout bounds one round of expiry calls, so that a hung Redis does not hold the
+// keeper past the next deadlines once it answers again.
+const expiryTimeout = 10 * time.Second
+
+// keepLeases makes the Client expire the leases of topic's n partitions at their deadlines.
+func (c *Client) keepLeases(topic string, n int) {
+	added := c.leases.Keep(topic, n)
+	if len(added) == 0 {
+		return
+	}
+	c.startLeaseKeeper()
+	if c.cfg.PollInterval > 0 {
+		return
+	}
+	channels := make([]string, len(added))
+	for k, i := range added {
+		t, p := c.leases.Partition(i)
+		channels[k] = c.store.Partition(t, p).Notify()
+	}
+	c.hub.ListenLeases(c.leases, channels, added)
+}
+
+// startLeaseKeeper starts the goroutine that expires leases, once.
+func (c *Client) startLeaseKeeper() {
+	c.keeperOnce.Do(func() {
+		c.keeperDone = make(chan struct{})
+		go c.runLeaseKeeper()
+	})
+}
+
+// runLeaseKeeper expires the kept partitions' leases at their deadlines until the Client
+// closes. With ExpireAllLeases it takes on every registered topic, reading the registry
+// once per recheck and hearing of new topics as they are registered.
+func (c *Client) runLeaseKeeper() {
+	defer close(c.keeperDone)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stopLeases:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var registryRead time.Time
+	for ctx.Err() == nil {
+		if c.cfg.ExpireAllLeases {
+			if time.Since(registryRead) >= c.leaseRecheck() {
+				registryRead = time.Now()
+				c.keepEveryTopic(ctx)
+			}
+			c.keepRegistered(ctx, c.leases.TakeRegistered())
+		}
+		expire, look := c.leases.Due(time.Now(), c.leaseRecheck())
+		c.lookAtLeases(ctx, look)
+		c.expireDue(ctx, expire)
+		c.leases.Wait(ctx, c.leaseRecheck())
+	}
+}
+
+// keepEveryTopic keeps every registered topic's partitions.
+func (c *Client) keepEveryTopic(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, expiryTimeout)
+	defer cancel()
+	topics, err := c.store.Topics(ctx)
+	if err != nil {
+		c.log.Debug("delayq: reading the topics to expire their leases", "err", err)
+		return
+	}
+	for name, n := range topics {
+		c.keepLeases(name, n)
+	}
+}
+
+// keepRegistered keeps the partitions of topics heard registered.
+func (c *Client) keepRegistered(ctx context.Context, topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, expiryTimeout)
+	defer cancel()
+	for _, name := range topics {
+		n, err := c.store.TopicPartitions(ctx, name)
+		if err != nil {
+			c.log.Debug("delayq: reading a new topic to expire its leases", "topic", name, "err", err)
+			continue
+		}
+		c.keepLeases(name, n)
+	}
+}
+
+// expireDue expires the leases of the due partitions, statsPipeline partitions a round trip,
+// and learns when each next has a lease to expire.
+func (c *Client) expireDue(ctx context.Context, due []wake.LeasePart) {
+	for len(due) > 0 && ctx.Err() == nil {
+		chunk := due[:min(len(due), statsPipeline)]
+		due = due[len(chunk):]
+		parts := make([]keys.Partition, len(chunk))
+		for i, lp := range chunk {
+			parts[i] = c.store.Partition(lp.Topic, lp.P)
+		}
+		cctx, cancel := context.WithTimeout(ctx, expiryTimeout)
+		at := time.Now()
+		out := c.store.ExpireLeases(cctx, parts, c.cfg.BulkLimit)
+		cancel()
+		for i, lp := range chunk {
+			if out[i].Err != nil {
+				c.leases.Failed(lp)
+				if ctx.Err() == nil {
+					c.log.Debug("delayq: expiring leases", "topic", lp.Topic, "partition", lp.P, "err", out[i].Err)
+				}
+				continue
+			}
+			c.leases.Learn(lp, at, out[i].NowMs, out[i].NextMs)
+		}
+	}
+}
+
+// lookAtLeases reads the first lease deadline of each partition of look, statsPipeline
+// partitions a round trip: a deadline that has come is expired by the next round.
+func (c *Client) lookAtLeases(ctx context.Context, look []wake.LeasePart) {
+	for len(look) > 0 && ctx.Err() == nil {
+		chunk := look[:min(len(look), statsPipeline)]
+		look = look[len(chunk):]
+		parts := make([]keys.Partition, len(chunk))
+		for i, lp := range chunk {
+			parts[i] = c.store.Partition(lp.Topic, lp.P)
+		}
+		cctx, cancel := context.WithTimeout(ctx, expiryTimeout)
+		at := time.Now()
+		nowMs, heads, err := c.store.LeaseHeads(cctx, parts)
+		cancel()
+		for i, lp := range chunk {
+			if err != nil {
+				c.leases.Failed(lp)
+				continue
+			}
+			c.leases.Learn(lp, at, nowMs, heads[i])
+		}
+		if err != nil && ctx.Err() == nil {
+			c.log.Debug("delayq: looking at leases", "err", err)
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package delayq
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/internal/testwait"
+)
+
+// expiryBound is how long after its deadline a test lets a lease take to expire: far below
+// the keeper's recheck (10 s at the default recheck interval), so only the deadline's notice
+// can have moved the job on.
+const expiryBound = 2 * time.Second
+
+// movedOn waits until job id of topic, read through c, is no longer reserved, and returns it.
+func movedOn(t *testing.T, c *Client, topic, id string) *Job {
+	t.Helper()
+	var j *Job
+	testwait.For(t, 10*time.Second, "the expired lease's job to move on", func() bool {
+		var err error
+		if j, err = c.Get(testContext(t), topic, id); err != nil {
+			t.Fatalf("Get: %v", err)
+		}
+		return j.State != StateReserved
+	})
+	return j
+}
+
+// A lease expires at its deadline although nobody consumes its topic any more: a Client that
+// expires every topic's leases moves the job on, retried after its backoff from the deadline.
+func TestLeaseExpiresAtItsDeadlineWithNobodyConsuming(t *testing.T) {
+	t.Parallel()
+	consumer, rdb := newTestClient(t, Config{})
+	mustEnqueue(t, consumer, "abandoned", Spec{ID: "a", TTR: 300 * time.Millisecond, Backoff: []time.Duration{time.Hour}})
+	keeper := newClientOn(t, rdb, Config{ExpireAllLeases: true})
+	observer := newClientOn(t, rdb, Config{})
+
+	leased := reserveOne(t, consumer, "abandoned", 0)
+	consumer.Close() // the consumer is gone: nobody reserves or peeks on the topic again
+	deadline := leased.LeaseDeadline
+
+	j := movedOn(t, observer, "abandoned", "a")
+	if late := time.Since(deadline); late > expiryBound {
+		t.Fatalf("the lease expired %v after its deadline; want within %v", late, expiryBound)
+	}
+	if j.State != StateDelayed || j.Attempts != 1 || j.LastError != "ttr exceeded" {
+		t.Fatalf("after its lease expired: state %s, %d attempts, last error %q; want delayed, 1, ttr exceeded", j.State, j.Attempts, j.LastError)
+	}
+	if want := deadline.Add(time.Hour); !j.RunAt.Equal(want) {
+		t.Fatalf("retry due at %v; want the deadline plus the backoff, %v", j.RunAt, want)
+	}
+	s, err := observer.Stats(testContext(t), "abandoned")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Reserved != 0 || s.Delayed != 1 || s.LeasesExpired != 1 {
+		t.Fatalf("stats after the expiry: %d reserved, %d delayed, %d leases expired; want 0, 1, 1", s.Reserved, s.Delayed, s.LeasesExpired)
+	}
+	_ = keeper
+}
+
+// A job whose lease expires on its last attempt is dead at its deadline, not at some later
+// look.
+func TestLeaseExpiryOnTheLastAttemptKillsTheJobAtItsDeadline(t *testing.T) {
+	t.Parallel()
+	consumer, rdb := newTestClient(t, Config{})
+	mustEnqueue(t, consumer, "last", Spec{ID: "a", TTR: 200 * time.Millisecond, NoRetries: true})
+	newClientOn(t, rdb, Config{ExpireAllLeases: true})
+	leased := reserveOne(t, consumer, "last", 0)
+	consumer.Close()
+
+	j := movedOn(t, newClientOn(t, rdb, Config{}), "last", "a")
+	if j.State != StateDead || !j.DiedAt.Equal(leased.LeaseDeadline) {
+		t.Fatalf("state %s, died at %v; want dead at the lease deadline %v", j.State, j.DiedAt, leased.LeaseDeadline)
+	}
+}
+
+// The Client that reserved a job expires its lease at the deadline by itself, although it
+// never reserves again.
+func TestConsumerExpiresItsLeasesWithoutReservingAgain(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{})
+	mustEnqueue(t, c, "held", Spec{ID: "a", TTR: 200 * time.Millisecond, Backoff: []time.Duration{time.Millisecond}})
+	leased := reserveOne(t, c, "held", 0)
+
+	j := movedOn(t, newClientOn(t, rdb, Config{}), "held", "a")
+	if late := time.Since(leased.LeaseDeadline); late > expiryBound {
+		t.Fatalf("the lease expired %v after its deadline; want within %v", late, expiryBound)
+	}
+	if j.State != StateReady {
+		t.Fatalf("state %s after its lease expired with a backoff of 1 ms; want ready", j.State)
+	}
+}
+
+// A Client that expires every topic's leases takes on a topic made after it started, from
+// the topic's registration notice.
+func TestExpireAllLeasesTakesOnNewTopics(t *testing.T) {
+	t.Parallel()
+	keeper, rdb := newTestClient(t, Config{ExpireAllLeases: true})
+	producer := newClientOn(t, rdb, Config{})
+	// Until the keeper's subscription to registrations is up, a topic made is found only by
+	// its next read of the registry; probe topics show when it is up.
+	for i := 0; ; i++ {
+		topic := fmt.Sprintf("probe-%d", i)
+		mustEnqueue(t, producer, topic, Spec{})
+		kept := false
+		testwait.Until(200*time.Millisecond, func() error {
+			if kept = keeper.leases.Kept() > i; !kept {
+				return fmt.Errorf("not kept")
+			}
+			return nil
+		})
+		if kept {
+			break
+		}
+		if i > 100 {
+			t.Fatal("the keeper never took on a new topic")
+		}
+	}
+	consumer := newClientOn(t, rdb, Config{})
+	mustEnqueue(t, consumer, "fresh", Spec{ID: "a", TTR: 200 * time.Millisecond, Backoff: []time.Duration{time.Hour}})
+	leased := reserveOne(t, consumer, "fresh", 0)
+	consumer.Close()
+
+	movedOn(t, producer, "fresh", "a")
+	if late := time.Since(leased.LeaseDeadline); late > expiryBound {
+		t.Fatalf("the lease expired %v after its deadline; want within %v", late, expiryBound)
+	}
+}

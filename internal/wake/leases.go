@@ -1,0 +1,231 @@
+package wake
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Leases is what one process knows about when the partitions it keeps next have a lease to
+// expire. Their scripts announce each lease that ends before any other of its partition
+// ("<deadline> lease" notices), so one timer per process, set to the earliest deadline it
+// knows, expires every lease at its deadline — whether anyone consumes the topic or not, and
+// with no leader: every process that keeps a partition expires its leases, and an expiry run
+// twice is run once. What no notice covers (a notice lost while the subscription was down)
+// a look at each partition's first deadline, once per recheck interval, finds: a look is one
+// read, and only a deadline that has come costs a script call.
+type Leases struct {
+	mu       sync.Mutex
+	parts    []leasePart
+	index    map[leaseKey]int
+	offsetMs int64    // server clock minus local clock, from the latest reply
+	topics   []string // newly registered topics heard of, not taken yet
+	changed  chan struct{}
+}
+
+type leaseKey struct {
+	topic string
+	p     int
+}
+
+// leasePart is one kept partition.
+type leasePart struct {
+	key     leaseKey
+	next    time.Time // local time of its first lease deadline; never when none is known
+	look    bool      // its first deadline is not known: look at it now
+	checked time.Time // local time it was last looked at
+	notices uint64    // notices seen, to keep a stale reply from hiding one
+}
+
+// LeasePart names a kept partition to look at: Topic's partition P, with its notice count.
+type LeasePart struct {
+	Topic string
+	P     int
+	index int
+	seen  uint64
+}
+
+// NewLeases returns a Leases keeping no partition yet.
+func NewLeases() *Leases {
+	return &Leases{index: map[leaseKey]int{}, changed: make(chan struct{})}
+}
+
+// Keep adds the partitions 0 to n-1 of topic, to be looked at now, and returns the indexes of
+// those it did not keep already (for Hub.ListenLeases).
+func (l *Leases) Keep(topic string, n int) (added []int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for p := range n {
+		k := leaseKey{topic, p}
+		if _, ok := l.index[k]; ok {
+			continue
+		}
+		l.index[k] = len(l.parts)
+		added = append(added, len(l.parts))
+		l.parts = append(l.parts, leasePart{key: k, next: never, look: true})
+	}
+	if len(added) > 0 {
+		l.broadcast()
+	}
+	return added
+}
+
+// Partition returns the topic and partition number of kept partition i.
+func (l *Leases) Partition(i int) (topic string, p int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := l.parts[i].key
+	return k.topic, k.p
+}
+
+// Kept returns how many partitions l keeps.
+func (l *Leases) Kept() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.parts)
+}
+
+// notice records that kept partition i has a lease ending at server time deadlineMs.
+func (l *Leases) notice(i int, deadlineMs int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i < 0 || i >= len(l.parts) {
+		return
+	}
+	now := time.Now()
+	at := now.Add(time.Duration(deadlineMs-(now.UnixMilli()+l.offsetMs)) * time.Millisecond)
+	lp := &l.parts[i]
+	lp.notices++
+	if at.Before(lp.next) {
+		lp.next = at
+		l.broadcast()
+	}
+}
+
+// recheck makes kept partition i (all when i < 0) be looked at now.
+func (l *Leases) recheck(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.parts {
+		if i < 0 || k == i {
+			l.parts[k].look = true
+			l.parts[k].notices++
+		}
+	}
+	l.broadcast()
+}
+
+// Recheck makes every kept partition be looked at now: its deadlines may have come (a test
+// moved the clock).
+func (l *Leases) Recheck() { l.recheck(-1) }
+
+// registered records that topic was registered: the keeper of every topic takes it on.
+func (l *Leases) registered(topic string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.topics = append(l.topics, topic)
+	l.broadcast()
+}
+
+// TakeRegistered returns the topics heard registered since the last call.
+func (l *Leases) TakeRegistered() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t := l.topics
+	l.topics = nil
+	return t
+}
+
+// Due returns the kept partitions whose first lease deadline has come (expire), and those
+// whose first deadline is not known or that nobody looked at within interval (look), and
+// counts them as looked at now.
+func (l *Leases) Due(now time.Time, interval time.Duration) (expire, look []LeasePart) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.parts {
+		lp := &l.parts[i]
+		part := LeasePart{Topic: lp.key.topic, P: lp.key.p, index: i, seen: lp.notices}
+		switch {
+		case !lp.next.After(now):
+			expire = append(expire, part)
+		case lp.look || !now.Before(lp.checked.Add(interval)):
+			look = append(look, part)
+		default:
+			continue
+		}
+		lp.look = false
+		lp.checked = now
+	}
+	return expire, look
+}
+
+// Learn records what a look at lp found: at local time at, the server's clock read nowMs and
+// lp's first lease deadline is nextMs (-1: nothing is leased). A notice that arrived since the
+// look began may be newer than the reply, so then the earlier of the two wins.
+func (l *Leases) Learn(lp LeasePart, at time.Time, nowMs, nextMs int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.offsetMs = nowMs - at.UnixMilli()
+	next := never
+	if nextMs >= 0 {
+		next = at.Add(time.Duration(nextMs-nowMs) * time.Millisecond)
+	}
+	p := &l.parts[lp.index]
+	if p.notices != lp.seen && p.next.Before(next) {
+		return
+	}
+	p.next = next
+}
+
+// Failed records that a look at lp, or its expiry, failed: it is looked at again after the
+// recheck interval, or at the next notice.
+func (l *Leases) Failed(lp LeasePart) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := &l.parts[lp.index]
+	if p.notices == lp.seen {
+		p.next = never
+	}
+}
+
+// Wait sleeps until a kept partition's first lease deadline comes, a recheck falls due, a
+// partition or topic is added, or ctx ends. (A wake a little before the deadline, by the
+// server's clock, finds nothing expired and learns the deadline again, a millisecond on.)
+func (l *Leases) Wait(ctx context.Context, interval time.Duration) {
+	l.mu.Lock()
+	wake := time.Now().Add(interval)
+	for i := range l.parts {
+		p := &l.parts[i]
+		if p.next.Before(wake) {
+			wake = p.next
+		}
+		if at := p.checked.Add(interval); at.Before(wake) {
+			wake = at
+		}
+		if p.look {
+			wake = time.Time{}
+		}
+	}
+	if len(l.topics) > 0 {
+		wake = time.Time{}
+	}
+	changed := l.changed
+	l.mu.Unlock()
+
+	d := time.Until(wake)
+	if d <= 0 {
+		return
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+	case <-changed:
+	case <-timer.C:
+	}
+}
+
+func (l *Leases) broadcast() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
