@@ -73,7 +73,8 @@ func NewTopicStats(s *delayq.TopicStats) TopicStats {
 		Limits: TopicLimits{
 			Rate: int64(s.Limits.Rate), PeriodMs: s.Limits.Period.Milliseconds(), Concurrency: int64(s.Limits.Concurrency),
 		},
-		Partitions: s.Partitions,
+		Partitions:    s.Partitions,
+		LeasesExpired: s.LeasesExpired,
 	}
 }
 

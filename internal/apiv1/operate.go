@@ -17,6 +17,9 @@ type TopicStats struct {
 	Limits TopicLimits `json:"limits"`
 	// Partitions is how many partitions the topic is split over (an extension).
 	Partitions int `json:"partitions"`
+	// LeasesExpired counts the topic's leases that reached their deadline unsettled (an
+	// extension): each such job was retried or went dead.
+	LeasesExpired int64 `json:"leases_expired"`
 }
 
 // TopicLimits are a topic's rate and concurrency limits, 0 for none: the body of a limits

@@ -118,6 +118,7 @@ func printStats(w io.Writer, s *apiv1.TopicStats) {
 	fmt.Fprintf(tw, "rate_limit\t%s\n", rateLimit(s.Limits))
 	fmt.Fprintf(tw, "concurrency_limit\t%s\n", orNone(s.Limits.Concurrency))
 	fmt.Fprintf(tw, "partitions\t%d\n", s.Partitions)
+	fmt.Fprintf(tw, "leases_expired\t%d\n", s.LeasesExpired)
 	tw.Flush()
 }
 

@@ -19,9 +19,10 @@ type topicCollector struct {
 	inline  bool // the client ends calls at their context's deadline: see bounded
 	log     *slog.Logger
 
-	jobs   *prometheus.Desc
-	oldest *prometheus.Desc
-	up     *prometheus.Desc
+	jobs    *prometheus.Desc
+	oldest  *prometheus.Desc
+	expired *prometheus.Desc
+	up      *prometheus.Desc
 }
 
 func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Duration, inline bool, log *slog.Logger) *topicCollector {
@@ -35,6 +36,8 @@ func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Durati
 			[]string{"topic", "state"}, nil),
 		oldest: prometheus.NewDesc("delayq_oldest_ready_seconds", "How long the oldest ready job of a topic has waited.",
 			[]string{"topic"}, nil),
+		expired: prometheus.NewDesc("delayq_leases_expired_total", "Leases that reached their deadline unsettled, by topic: each such job was retried or went dead. Counted in Redis, the same on every server.",
+			[]string{"topic"}, nil),
 		up: prometheus.NewDesc("delayq_store_up", "1 when the scrape could read the store, else 0.", nil, nil),
 	}
 }
@@ -43,6 +46,7 @@ func newTopicCollector(c *delayq.Client, m *metrics.Metrics, timeout time.Durati
 func (t *topicCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- t.jobs
 	ch <- t.oldest
+	ch <- t.expired
 	ch <- t.up
 }
 
@@ -82,5 +86,6 @@ func (t *topicCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(t.jobs, prometheus.GaugeValue, float64(c.n), s.Name, c.state)
 		}
 		ch <- prometheus.MustNewConstMetric(t.oldest, prometheus.GaugeValue, s.OldestReady.Seconds(), s.Name)
+		ch <- prometheus.MustNewConstMetric(t.expired, prometheus.CounterValue, float64(s.LeasesExpired), s.Name)
 	}
 }
