@@ -136,3 +136,34 @@ func TestPauseOutlivesTheServerThatPaused(t *testing.T) {
 		return converse(t, b, []byte("watch p\r\nreserve-with-timeout 0\r\n")) == "WATCHING 2\r\nRESERVED 1 1\r\nx\r\n"
 	})
 }
+
+// TestLeaseExpiryMatchesBeanstalkd lets a reserved job's TTR pass with no other command on its
+// tube, then asks what beanstalkd's clients ask: stats-job (ready, one timeout), the counts of
+// stats and stats-tube, reserve-job of it, and delete by the connection that held it, which
+// may delete a ready job as anyone may.
+func TestLeaseExpiryMatchesBeanstalkd(t *testing.T) {
+	counts := []string{"current-jobs-ready", "current-jobs-reserved", "current-jobs-delayed",
+		"current-jobs-buried", "job-timeouts", "total-jobs"}
+	differ(t, func(t *testing.T, addr string) string {
+		var tr transcript
+		a, b := dialPeer(t, addr), dialPeer(t, addr)
+		tr.add("use", a.do("use ttr"))
+		tr.add("watch", a.do("watch ttr"))
+		tr.add("put", a.do("put 0 0 1 1", "1"))
+		tr.add("put", a.do("put 0 0 1 1", "2"))
+		tr.add("reserve", a.do("reserve-with-timeout 0"))
+		tr.add("reserve", a.do("reserve-with-timeout 0"))
+		time.Sleep(1500 * time.Millisecond) // both TTRs pass
+		tr.add("stats-job", b.do("stats-job 1"))
+		tr.add("stats", statsFields(b.do("stats"), counts...))
+		tr.add("stats-tube", statsFields(b.do("stats-tube ttr"), counts...))
+		tr.add("reserve-job", b.do("reserve-job 2"))
+		tr.add("delete", a.do("delete 1"))
+		tr.add("delete", a.do("delete 2"))
+		tr.add("stats-job", b.do("stats-job 2"))
+		tr.add("stats", statsFields(b.do("stats"), counts...))
+		tr.add("delete", b.do("delete 2"))
+		tr.add("stats", statsFields(b.do("stats"), counts...))
+		return tr.String()
+	})
+}

@@ -228,11 +228,16 @@ func (b *Backend) drop(s proto.Session, n uint64) {
 func (b *Backend) Delete(ctx context.Context, s proto.Session, n uint64) error {
 	if h, ok := b.held(s, n); ok {
 		b.drop(s, n)
-		if err := b.c.Ack(ctx, h.lease); err != nil {
+		err := b.c.Ack(ctx, h.lease)
+		if err == nil {
+			b.deleted(ctx, n, h.job)
+			return nil
+		}
+		if !errors.Is(err, delayq.ErrLeaseLost) {
 			return storeError(err)
 		}
-		b.deleted(ctx, n, h.job)
-		return nil
+		// Its TTR passed: the job is ready (or delayed, or buried) again, and anyone may
+		// delete it, as in beanstalkd; unless another connection holds it by now.
 	}
 	ref, j, err := b.find(ctx, n)
 	if err != nil {

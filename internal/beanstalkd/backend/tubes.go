@@ -377,6 +377,7 @@ func (b *Backend) Stats(ctx context.Context) (proto.StoreStats, error) {
 		s.Jobs.Reserved += c.Reserved
 		s.Jobs.Delayed += c.Delayed
 		s.Jobs.Buried += c.Buried
+		s.JobTimeouts += uint64(t.LeasesExpired)
 	}
 	put, err := b.st.BeanstalkdCounters(ctx, store.BeanstalkdPutCounter)
 	if err != nil {
