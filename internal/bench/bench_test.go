@@ -66,6 +66,9 @@ func TestBenchQuick(t *testing.T) {
 	if n := len(byName["precision"].Samples["lateness_ms"]); n != 300 {
 		t.Errorf("precision kept %d lateness samples, want 300", n)
 	}
+	if n := len(byName["expiry"].Samples["expiry_lateness_ms"]); n != 60 {
+		t.Errorf("expiry kept %d lateness samples, want 60", n)
+	}
 	if m, ok := byName["burst"].Metric("all delivered"); !ok || m.Value < 0 {
 		t.Errorf("burst: all delivered = %+v, want a time at or after the due instant", m)
 	}

@@ -57,6 +57,7 @@ func Scenarios() []Scenario {
 		{"enqueue", "enqueue rate: 1 producer one job at a time, 16 producers, batches of 100 and 1000", runEnqueue},
 		{"memory", "Redis memory per pending job with a 100-byte body, at two backlog sizes", runMemory},
 		{"precision", "lateness of jobs due uniformly over a span, with free consumers", runPrecision},
+		{"expiry", "lateness of lease expiries with nobody consuming the topic: leases whose deadlines come one after another over a span", runExpiry},
 		{"precision-load", "lateness of jobs due five times as often while 16 producers enqueue flat out into another topic", runPrecisionUnderLoad},
 		{"e2e", "jobs due at once with 16 handlers doing nothing: enqueue-to-last-ack rate, and backlog drain rate", runE2E},
 		{"burst", "jobs all due at one instant: time until all are delivered, slowest Redis command", runBurst},
