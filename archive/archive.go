@@ -51,10 +51,14 @@ type Outcome struct {
 	// Attempts is the number of attempts made, the one that ended included.
 	Attempts int
 	// Body is the job's payload; nil when the store keeps no bodies (Options.KeepBodies).
-	Body       []byte
-	Format     int
-	Priority   int
-	MaxRetries int
+	Body   []byte
+	Format int
+	// Priority is the job's delayq priority; 0 for a job with a BeanstalkdPriority.
+	Priority int
+	// BeanstalkdPriority is the priority of a job put, released or buried over the beanstalkd
+	// protocol (docs/beanstalkd.md), 0 to 2^32-1, as delayq.Job has it; nil for other jobs.
+	BeanstalkdPriority *uint32
+	MaxRetries         int
 	// TTR is kept to the millisecond, as Redis keeps it.
 	TTR time.Duration
 	// CreatedAt, RunAt and FinishedAt are kept to the microsecond. FinishedAt orders the history.

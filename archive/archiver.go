@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -281,7 +282,7 @@ func (a *Archiver) archivePartition(ctx context.Context, topic string, p keys.Pa
 // outcomeOf converts a history stream entry to a row.
 func outcomeOf(topic string, e store.HistoryEntry) Outcome {
 	r := e.Record
-	return Outcome{
+	o := Outcome{
 		Topic: topic, ID: r.ID, Outcome: e.Outcome, Attempts: e.Attempts,
 		Body: r.Body, Format: r.Format, Priority: r.Priority, MaxRetries: r.MaxRetries,
 		TTR:        time.Duration(r.TTRMs) * time.Millisecond,
@@ -291,6 +292,13 @@ func outcomeOf(topic string, e store.HistoryEntry) Outcome {
 		LastError:  r.LastError, CallbackURL: r.Callback, Headers: r.Headers,
 		Entry: e.StreamID,
 	}
+	// A beanstalkd job's stored priority is store.RankBase plus its beanstalkd priority; it is
+	// kept as delayq.Job shows it (see jobFromRecord).
+	if r.Priority >= store.RankBase && r.Priority-store.RankBase <= math.MaxUint32 {
+		pri := uint32(r.Priority - store.RankBase)
+		o.Priority, o.BeanstalkdPriority = 0, &pri
+	}
+	return o
 }
 
 // Backlog is what waits in Redis to be archived.

@@ -1,6 +1,7 @@
 package archive
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -156,6 +157,81 @@ func TestArchiverRecordsEveryEnd(t *testing.T) {
 	}
 	if got["dead/dead"].LastError != "no stock" {
 		t.Errorf("dead job's last error %q", got["dead/dead"].LastError)
+	}
+}
+
+// The ends of jobs put over the beanstalkd protocol are archived with their beanstalkd
+// priority, as the API shows a job's (priority 0, beanstalkd_priority the number), and with
+// beanstalkd's other values beyond those of delayq's jobs: a priority of 2^32-1, a TTR and a
+// delay of 2^32-1 s, no retry limit, a body that is not UTF-8, an id of 20 digits.
+func TestArchiverKeepsBeanstalkdJobs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{KeepBodies: true})
+	runArchiver(t, c, pg, ArchiverConfig{})
+
+	const most = 1<<32 - 1
+	long := time.Duration(most) * time.Second
+	body := []byte{0xff, 0xfe, 0, 'x'}
+	put := func(id string, pri uint32, delay time.Duration) {
+		t.Helper()
+		if err := clienthooks.EnqueueRanked(ctx, c, "tube", clienthooks.RankedJob{
+			ID: id, Body: body, Pri: pri, Delay: delay, TTR: long}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("00000000000000000001", most, 0)
+	put("00000000000000000002", 0, 0)
+	put("00000000000000000003", 7, 0)
+	put("00000000000000000004", 9, long) // delayed for 136 years, then deleted
+	jobs, err := c.Reserve(ctx, "tube", delayq.ReserveOptions{Max: 3})
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		switch j.ID {
+		case "00000000000000000003":
+			// Buried with a new priority, then deleted from the dead letters.
+			err = clienthooks.BuryRanked(ctx, c, clienthooks.Lease{Topic: j.Topic, ID: j.ID, Token: j.LeaseToken}, 3)
+		default:
+			err = c.Ack(ctx, j.Lease())
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := c.DeleteDead(ctx, "tube", []string{"00000000000000000003"}); err != nil || n != 1 {
+		t.Fatalf("DeleteDead: %d, %v", n, err)
+	}
+	if err := c.Cancel(ctx, "tube", "00000000000000000004"); err != nil {
+		t.Fatal(err)
+	}
+
+	rows := waitRows(t, pg, "tube", 5)
+	got := map[string]Outcome{}
+	for _, r := range rows {
+		got[r.ID+"/"+r.Outcome] = r
+	}
+	for key, pri := range map[string]uint32{
+		"00000000000000000001/acked": most, "00000000000000000002/acked": 0,
+		"00000000000000000003/dead": 3, "00000000000000000003/dead_deleted": 3,
+		"00000000000000000004/cancelled": 9,
+	} {
+		r, ok := got[key]
+		if !ok {
+			t.Errorf("no row %s in %v", key, keysOf(got))
+			continue
+		}
+		if r.BeanstalkdPriority == nil || *r.BeanstalkdPriority != pri || r.Priority != 0 {
+			t.Errorf("%s: priority %d, beanstalkd priority %v; want 0 and %d", key, r.Priority, r.BeanstalkdPriority, pri)
+		}
+		if r.TTR != long || r.MaxRetries != 1<<31-1 || !bytes.Equal(r.Body, body) {
+			t.Errorf("%s: ttr %v, max retries %d, body %q", key, r.TTR, r.MaxRetries, r.Body)
+		}
+	}
+	if r := got["00000000000000000004/cancelled"]; r.RunAt.Sub(r.CreatedAt) < long-time.Second {
+		t.Errorf("the delayed job: created %v, run at %v", r.CreatedAt, r.RunAt)
 	}
 }
 

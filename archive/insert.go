@@ -15,14 +15,17 @@ import (
 // by the same INSERT was measured slower for batches of 1000 (BenchmarkInsert).
 const insertSQL = `
 INSERT INTO delayq_job_history (topic, id, outcome, attempts, body, format, priority,
-	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry)
+	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry,
+	beanstalkd_priority)
 SELECT topic, id, outcome, attempts, body, format, priority,
-	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers::jsonb, entry
+	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers::jsonb, entry,
+	beanstalkd_priority
 FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::bytea[], $6::int4[], $7::int4[],
 	$8::int4[], $9::int8[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[],
-	$13::text[], $14::text[], $15::text[], $16::text[])
+	$13::text[], $14::text[], $15::text[], $16::text[], $17::int8[])
 	AS b(topic, id, outcome, attempts, body, format, priority,
-	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry)
+	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry,
+	beanstalkd_priority)
 ON CONFLICT ON CONSTRAINT delayq_job_history_once DO NOTHING`
 
 // columns holds a batch column by column, as insertSQL takes it.
@@ -36,6 +39,7 @@ type columns struct {
 	lastError, callbackURL       []string
 	headers                      []*string
 	entry                        []string
+	beanstalkdPriority           []*int64 // nil for jobs without one
 }
 
 // Insert stores a batch of outcomes in one round trip and returns how many rows it added:
@@ -55,7 +59,7 @@ func (s *Store) Insert(ctx context.Context, batch []Outcome) (int, error) {
 	err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
 		tag, err := conn.Exec(ctx, insertSQL, c.topic, c.id, c.outcome, c.attempts, c.body,
 			c.format, c.priority, c.maxRetry, c.ttrMs, c.createdAt, c.runAt, c.finishedAt,
-			c.lastError, c.callbackURL, c.headers, c.entry)
+			c.lastError, c.callbackURL, c.headers, c.entry, c.beanstalkdPriority)
 		added = tag.RowsAffected()
 		return err
 	})
@@ -74,7 +78,7 @@ func (s *Store) columnsOf(batch []Outcome) (*columns, error) {
 		priority: make([]int32, n), maxRetry: make([]int32, n), ttrMs: make([]int64, n),
 		createdAt: make([]time.Time, n), runAt: make([]time.Time, n), finishedAt: make([]time.Time, n),
 		lastError: make([]string, n), callbackURL: make([]string, n), headers: make([]*string, n),
-		entry: make([]string, n),
+		entry: make([]string, n), beanstalkdPriority: make([]*int64, n),
 	}
 	for i, o := range batch {
 		if reason := check(o); reason != "" {
@@ -87,6 +91,10 @@ func (s *Store) columnsOf(batch []Outcome) (*columns, error) {
 		c.createdAt[i], c.runAt[i], c.finishedAt[i] = o.CreatedAt, o.RunAt, o.FinishedAt
 		c.lastError[i], c.callbackURL[i] = text(o.LastError), text(o.CallbackURL)
 		c.entry[i] = text(o.Entry)
+		if o.BeanstalkdPriority != nil {
+			pri := int64(*o.BeanstalkdPriority)
+			c.beanstalkdPriority[i] = &pri
+		}
 		if s.keepBodies {
 			c.body[i] = o.Body
 		}
@@ -123,9 +131,12 @@ func check(o Outcome) string {
 			return fmt.Sprintf("time %v out of the years 1 to 9999", t)
 		}
 	}
-	for _, v := range []int{o.Attempts, o.Format, o.Priority, o.MaxRetries} {
-		if v < -maxInt32-1 || v > maxInt32 {
-			return fmt.Sprintf("number %d out of the 32-bit range", v)
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"attempts", o.Attempts}, {"format", o.Format}, {"priority", o.Priority}, {"max retries", o.MaxRetries}} {
+		if f.v < -maxInt32-1 || f.v > maxInt32 {
+			return fmt.Sprintf("%s %d out of the 32-bit range", f.name, f.v)
 		}
 	}
 	return ""

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -48,6 +49,12 @@ func TestInsertRoundTrip(t *testing.T) {
 	add("dead-deleted", func(o *Outcome) { o.Outcome = DeadDeleted })
 	add("failed", func(o *Outcome) { o.Outcome, o.CallbackURL = Failed, "" })
 	add("zero-run-at", func(o *Outcome) { o.RunAt = time.Time{}; o.Priority, o.Format, o.TTR = 0, 0, 0 })
+	for _, pri := range []uint32{0, 1<<32 - 1} {
+		add(fmt.Sprintf("beanstalkd-%d", pri), func(o *Outcome) {
+			o.Priority, o.BeanstalkdPriority = 0, &pri
+			o.MaxRetries, o.TTR = 1<<31-1, (1<<32-1)*time.Second
+		})
+	}
 	insert(t, s, batch)
 
 	got := queryAll(t, s)
@@ -122,6 +129,7 @@ func TestInsertInvalid(t *testing.T) {
 		{"no finish time", func(o *Outcome) { o.FinishedAt = time.Time{} }},
 		{"no creation time", func(o *Outcome) { o.CreatedAt = time.Time{} }},
 		{"attempts beyond 32 bits", func(o *Outcome) { o.Attempts = 1 << 40 }},
+		{"priority beyond 32 bits", func(o *Outcome) { o.Priority = 1<<40 + 5 }},
 	} {
 		batch := outcomes("t", 3)
 		tc.edit(&batch[1])

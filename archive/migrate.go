@@ -70,6 +70,11 @@ func migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	if err != nil {
 		return err
 	}
+	return apply(ctx, pool, ms)
+}
+
+// apply applies those of ms the database has not had yet, as migrate says.
+func apply(ctx context.Context, pool *pgxpool.Pool, ms []migration) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		// The lock comes first: two CREATE TABLE IF NOT EXISTS at once can both miss the
 		// table and one then fails on the catalog's unique index.

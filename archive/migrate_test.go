@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // schemaVersions returns the versions recorded in the database at url.
@@ -141,5 +143,69 @@ func TestOpenInvalid(t *testing.T) {
 			s.Close()
 			t.Errorf("%s: Open succeeded", tc.name)
 		}
+	}
+}
+
+// TestOpenUpgradesTheSchemaBeforeBeanstalkdPriorities opens a database made by a delayq whose
+// history had no beanstalkd priorities (versions 1 and 2), with rows in it: Open upgrades it in
+// place, the rows read back as before, and the ends of beanstalkd jobs are stored from then on.
+func TestOpenUpgradesTheSchemaBeforeBeanstalkdPriorities(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := server.NewDatabase(t)
+	ms, err := migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = apply(ctx, old, ms[:2])
+	old.Close()
+	if err != nil {
+		t.Fatalf("applying versions 1 and 2: %v", err)
+	}
+	// A row as the previous version wrote it.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	before := outcome("orders", "o-1", 0)
+	if _, err := conn.Exec(ctx, `INSERT INTO delayq_job_history (topic, id, outcome, attempts,
+		format, priority, max_retries, ttr_ms, created_at, run_at, finished_at, last_error,
+		callback_url, headers, entry) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+		$13, $14, 'old-entry')`, before.Topic, before.ID, before.Outcome, before.Attempts,
+		before.Format, before.Priority, before.MaxRetries, before.TTR.Milliseconds(),
+		before.CreatedAt, before.RunAt, before.FinishedAt, before.LastError, before.CallbackURL,
+		before.Headers); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := Open(ctx, url, Options{KeepBodies: true})
+	if err != nil {
+		t.Fatalf("Open over the previous schema: %v", err)
+	}
+	defer s.Close()
+	if got, want := schemaVersions(t, url), wantVersions(t); !slices.Equal(got, want) {
+		t.Errorf("schema versions %v, want %v", got, want)
+	}
+	pri := uint32(1<<32 - 1)
+	after := outcome("tube", "00000000000000000042", 1)
+	after.Priority, after.BeanstalkdPriority = 0, &pri
+	insert(t, s, []Outcome{after})
+
+	page, err := s.Query(ctx, Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.Body = nil // not written by the previous version's row above
+	if diff := cmp.Diff([]Outcome{after, before}, page.Outcomes, equalTimes, equalBytes); diff != "" {
+		t.Errorf("outcomes after the upgrade (-want +got):\n%s", diff)
+	}
+	// The column takes beanstalkd's range only.
+	if _, err := conn.Exec(ctx, `UPDATE delayq_job_history SET beanstalkd_priority = 4294967296`); err == nil {
+		t.Error("a beanstalkd priority of 2^32 was stored")
 	}
 }

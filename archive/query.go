@@ -104,7 +104,7 @@ func (f Filter) validate() (int, *cursor, error) {
 
 // selectColumns are the columns Query reads, in the order of scanOutcome.
 const selectColumns = `seq, topic, id, outcome, attempts, body, format, priority, max_retries,
-	ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers`
+	ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, beanstalkd_priority`
 
 // querySQL returns the statement and arguments of f's page of limit rows, plus one that tells
 // whether there is a next page.
@@ -199,14 +199,19 @@ func scanOutcome(rows pgx.Rows) (Outcome, int64, error) {
 		retries  int32
 		ttrMs    int64
 		headers  []byte
+		bpri     *int64
 	)
 	err := rows.Scan(&seq, &o.Topic, &o.ID, &o.Outcome, &attempts, &o.Body, &format, &priority,
-		&retries, &ttrMs, &o.CreatedAt, &o.RunAt, &o.FinishedAt, &o.LastError, &o.CallbackURL, &headers)
+		&retries, &ttrMs, &o.CreatedAt, &o.RunAt, &o.FinishedAt, &o.LastError, &o.CallbackURL, &headers, &bpri)
 	if err != nil {
 		return Outcome{}, 0, err
 	}
 	o.Attempts, o.Format, o.Priority, o.MaxRetries = int(attempts), int(format), int(priority), int(retries)
 	o.TTR = time.Duration(ttrMs) * time.Millisecond
+	if bpri != nil {
+		pri := uint32(*bpri) // within range: the column's check
+		o.BeanstalkdPriority = &pri
+	}
 	if headers != nil {
 		if err := json.Unmarshal(headers, &o.Headers); err != nil {
 			return Outcome{}, 0, fmt.Errorf("headers of %s/%s: %w", o.Topic, o.ID, err)
