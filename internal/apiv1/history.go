@@ -17,17 +17,20 @@ type HistoryEntry struct {
 	// Attempts counts the attempts made, the one that ended included.
 	Attempts int `json:"attempts"`
 	// Body and BodyBase64 are as in Job; both are left out when the archive keeps no bodies.
-	Body        json.RawMessage   `json:"body,omitempty"`
-	BodyBase64  *string           `json:"body_base64,omitempty"`
-	Priority    int               `json:"priority"`
-	MaxRetries  int               `json:"max_retries"`
-	TTRMs       int64             `json:"ttr_ms"`
-	CreatedAt   Time              `json:"created_at"`
-	RunAt       Time              `json:"run_at"`
-	FinishedAt  Time              `json:"finished_at"`
-	LastError   string            `json:"last_error,omitempty"`
-	CallbackURL string            `json:"callback_url,omitempty"`
-	Headers     map[string]string `json:"headers,omitempty"`
+	Body       json.RawMessage `json:"body,omitempty"`
+	BodyBase64 *string         `json:"body_base64,omitempty"`
+	Priority   int             `json:"priority"`
+	// BeanstalkdPriority is as in Job: set for a job put, released or buried over the
+	// beanstalkd protocol, whose Priority is then 0; absent for other jobs.
+	BeanstalkdPriority *uint32           `json:"beanstalkd_priority,omitempty"`
+	MaxRetries         int               `json:"max_retries"`
+	TTRMs              int64             `json:"ttr_ms"`
+	CreatedAt          Time              `json:"created_at"`
+	RunAt              Time              `json:"run_at"`
+	FinishedAt         Time              `json:"finished_at"`
+	LastError          string            `json:"last_error,omitempty"`
+	CallbackURL        string            `json:"callback_url,omitempty"`
+	Headers            map[string]string `json:"headers,omitempty"`
 }
 
 // HistoryPage is one page of the archive's history, newest first (an extension).
@@ -41,19 +44,20 @@ type HistoryPage struct {
 // NewHistoryEntry converts one row of the archive.
 func NewHistoryEntry(o *archive.Outcome) *HistoryEntry {
 	e := &HistoryEntry{
-		Topic:       o.Topic,
-		ID:          o.ID,
-		Outcome:     o.Outcome,
-		Attempts:    o.Attempts,
-		Priority:    o.Priority,
-		MaxRetries:  o.MaxRetries,
-		TTRMs:       o.TTR.Milliseconds(),
-		CreatedAt:   Time{o.CreatedAt},
-		RunAt:       Time{o.RunAt},
-		FinishedAt:  Time{o.FinishedAt},
-		LastError:   o.LastError,
-		CallbackURL: o.CallbackURL,
-		Headers:     o.Headers,
+		Topic:              o.Topic,
+		ID:                 o.ID,
+		Outcome:            o.Outcome,
+		Attempts:           o.Attempts,
+		Priority:           o.Priority,
+		BeanstalkdPriority: o.BeanstalkdPriority,
+		MaxRetries:         o.MaxRetries,
+		TTRMs:              o.TTR.Milliseconds(),
+		CreatedAt:          Time{o.CreatedAt},
+		RunAt:              Time{o.RunAt},
+		FinishedAt:         Time{o.FinishedAt},
+		LastError:          o.LastError,
+		CallbackURL:        o.CallbackURL,
+		Headers:            o.Headers,
 	}
 	e.Body, e.BodyBase64 = encodeBody(o.Body, delayq.Format(o.Format))
 	return e

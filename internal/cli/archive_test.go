@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/beanstalkd/go-beanstalk"
+
 	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/pgtest"
 	"github.com/delayq/delayq/internal/testwait"
@@ -79,5 +81,63 @@ func TestServerRefusesABadArchiveURL(t *testing.T) {
 	_, err := runCLI(t, nil, "server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--archive", "mysql://x")
 	if err == nil || !strings.Contains(err.Error(), "--archive") {
 		t.Fatalf("server --archive mysql://x: %v", err)
+	}
+}
+
+// With --archive and --beanstalkd-listen, the ends of jobs put over the beanstalkd protocol
+// reach the history with their beanstalkd priority, which the API and the CLI show as they
+// show a job's.
+func TestServerArchivesBeanstalkdJobs(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Start(t).NewDatabase(t)
+	s := startServer(t, nil, "--archive", url, "--beanstalkd-listen", "127.0.0.1:0")
+	m := beanstalkdRe.FindStringSubmatch(s.logs.String())
+	if m == nil {
+		t.Fatalf("no beanstalkd address in the logs:\n%s", s.logs)
+	}
+	c, err := beanstalk.DialTimeout("tcp", m[1], 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	const pri = 1<<32 - 1
+	tube := beanstalk.NewTube(c, "mail")
+	if _, err := tube.Put([]byte("hello \xff"), pri, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	id, body, err := beanstalk.NewTubeSet(c, "mail").Reserve(5 * time.Second)
+	if err != nil || string(body) != "hello \xff" {
+		t.Fatalf("reserve = %d %q %v", id, body, err)
+	}
+	if err := c.Delete(id); err != nil {
+		t.Fatal(err)
+	}
+
+	jobID := fmt.Sprintf("%020d", id)
+	var page struct {
+		Entries []map[string]any `json:"entries"`
+	}
+	testwait.ForNil(t, 20*time.Second, "the job archived", func() error {
+		out, err := s.run(t, "history", "mail", jobID, "--json")
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal([]byte(out), &page); err != nil {
+			return err
+		}
+		if len(page.Entries) != 1 {
+			return fmt.Errorf("%d entries", len(page.Entries))
+		}
+		return nil
+	})
+	e := page.Entries[0]
+	// JSON numbers decode as float64, which holds 2^32-1 exactly.
+	if e["outcome"] != "acked" || e["priority"] != 0.0 || e["beanstalkd_priority"] != float64(pri) ||
+		e["ttr_ms"] != 60000.0 || e["body_base64"] != "aGVsbG8g/w==" {
+		t.Errorf("the history of the job put over beanstalkd: %v", e)
+	}
+	if out := s.must(t, "history", "--topic", "mail"); !strings.Contains(out, "mail/"+jobID+"  acked") {
+		t.Errorf("delayq history --topic mail:\n%s", out)
 	}
 }

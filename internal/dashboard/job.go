@@ -19,9 +19,11 @@ type jobData struct {
 	Job       *apiv1.Job // nil when Redis no longer has the job (Gone)
 	Body      body
 	Done      *doneNote
-	// Gone: the page shows the job from its history alone, the body as last archived.
-	Gone    bool
-	History *jobHistory // nil without an archive
+	// Gone: the page shows the job from its history alone, its fields and body as last
+	// archived (Archived).
+	Gone     bool
+	Archived *apiv1.HistoryEntry
+	History  *jobHistory // nil without an archive
 }
 
 // body is a job's body as a page shows it.

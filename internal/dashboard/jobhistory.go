@@ -57,7 +57,8 @@ func (d *Dashboard) goneJob(w http.ResponseWriter, r *http.Request, v *view, not
 		return notFound
 	}
 	v.Title = id
-	v.Data = jobData{Topic: topic, ID: id, Gone: true, History: h, Body: showBody(latest.Body, delayq.Format(latest.Format)), Done: readDone(r)}
+	v.Data = jobData{Topic: topic, ID: id, Gone: true, Archived: apiv1.NewHistoryEntry(latest), History: h,
+		Body: showBody(latest.Body, delayq.Format(latest.Format)), Done: readDone(r)}
 	d.render(w, http.StatusOK, "job", v)
 	return nil
 }

@@ -37,6 +37,10 @@ func TestJobHistory(t *testing.T) {
 		archived("t", "gone", archive.Acked, base, 2, ""),
 		archived("t", "live", archive.Failed, base, 3, "timeout"),
 	}
+	// A job put over the beanstalkd protocol, with the most urgent beanstalkd priority.
+	beanstalkd := archived("t", "00000000000000000007", archive.Acked, base, 4, "")
+	beanstalkd.BeanstalkdPriority = new(uint32)
+	batch = append(batch, beanstalkd)
 	for i := range jobsPerPage + 3 {
 		batch = append(batch, archived("bulk", fmt.Sprintf("b%03d", i), archive.Cancelled, base, 10+i, ""))
 	}
@@ -62,6 +66,16 @@ func TestJobHistory(t *testing.T) {
 	}
 	if strings.Contains(gone.body, `id="cancel"`) || strings.Index(gone.body, `"acked"`) > strings.Index(gone.body, `"failed"`) {
 		t.Errorf("a gone job's page offers actions, or its history is not newest first:\n%s", gone.body)
+	}
+	if !strings.Contains(gone.body, `id="archived"`) || strings.Contains(gone.body, `id="beanstalkd-priority"`) {
+		t.Errorf("the page of a job gone from Redis lacks its archived fields, or shows a beanstalkd priority:\n%s", gone.body)
+	}
+	goneBeanstalkd := s.get("/topics/t/jobs/00000000000000000007")
+	wantStatus(t, "a beanstalkd job gone from Redis", goneBeanstalkd, http.StatusOK)
+	for _, want := range []string{`<dt>Priority</dt><dd>0</dd>`, `<dd id="beanstalkd-priority">0</dd>`} {
+		if !strings.Contains(goneBeanstalkd.body, want) {
+			t.Errorf("the page of a beanstalkd job gone from Redis lacks %q:\n%s", want, goneBeanstalkd.body)
+		}
 	}
 	wantStatus(t, "a job neither in Redis nor archived", s.get("/topics/t/jobs/never"), http.StatusNotFound)
 

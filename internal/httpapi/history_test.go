@@ -63,6 +63,9 @@ func TestHistory(t *testing.T) {
 		historyOutcome("a", "2", archive.Dead, 10), historyOutcome("b", "1", archive.Acked, 20),
 		historyOutcome("b", "2", archive.Cancelled, 30), historyOutcome("a", "x/y", archive.DeadDeleted, 40),
 	}
+	// b/2 was put over the beanstalkd protocol.
+	beanstalkdPri := uint32(1<<32 - 1)
+	batch[4].BeanstalkdPriority = &beanstalkdPri
 	if _, err := store.Insert(ctx, batch); err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +96,14 @@ func TestHistory(t *testing.T) {
 	if string(entry.Body) != `{"id":"1"}` || entry.FinishedAt.String() != apiv1.FormatTime(historyAt(20)) ||
 		entry.TTRMs != 30000 || entry.LastError != "boom" {
 		t.Errorf("entry %+v", entry)
+	}
+
+	if entry.BeanstalkdPriority != nil {
+		t.Errorf("b/1 has beanstalkd priority %d, want none", *entry.BeanstalkdPriority)
+	}
+	body := string(e.call("GET", "/v1/topics/b/jobs/2/history", nil).want(t, http.StatusOK).body)
+	if !strings.Contains(body, `"priority":0,"beanstalkd_priority":4294967295,`) {
+		t.Errorf("the history of a beanstalkd job: %s", body)
 	}
 
 	checkHistoryPaging(t, e, "/v1/history?limit=4", 6)
