@@ -84,7 +84,8 @@ func (c *Client) runLeaseKeeper() {
 	}
 }
 
-// keepEveryTopic keeps every registered topic's partitions.
+// keepEveryTopic keeps every registered topic's partitions, and forgets those of topics no
+// longer registered.
 func (c *Client) keepEveryTopic(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, expiryTimeout)
 	defer cancel()
@@ -96,6 +97,7 @@ func (c *Client) keepEveryTopic(ctx context.Context) {
 	for name, n := range topics {
 		c.keepLeases(name, n)
 	}
+	c.leases.Forget(topics)
 }
 
 // keepRegistered keeps the partitions of topics heard registered.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -127,4 +128,62 @@ func TestExpireAllLeasesTakesOnNewTopics(t *testing.T) {
 	if late := time.Since(leased.LeaseDeadline); late > expiryBound {
 		t.Fatalf("the lease expired %v after its deadline; want within %v", late, expiryBound)
 	}
+}
+
+// On a Redis Cluster, where a topic's partitions spread over the shards, every partition's
+// leases expire at their deadlines, each announced on its own shard.
+func TestLeasesExpireOnACluster(t *testing.T) {
+	t.Parallel()
+	rdb := redistest.NewCluster(t, 3, 0).Client(t)
+	consumer := newClientOn(t, rdb, Config{Partitions: 16})
+	newClientOn(t, rdb, Config{ExpireAllLeases: true})
+	observer := newClientOn(t, rdb, Config{})
+	specs := make([]Spec, 64)
+	for i := range specs {
+		specs[i] = Spec{ID: fmt.Sprint("job-", i), TTR: 500 * time.Millisecond, Backoff: []time.Duration{time.Hour}}
+	}
+	if _, err := consumer.EnqueueBatch(testContext(t), "spread", specs); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := consumer.Reserve(testContext(t), "spread", ReserveOptions{Max: len(specs)})
+	if err != nil || len(jobs) != len(specs) {
+		t.Fatalf("Reserve: %d jobs, %v; want %d", len(jobs), err, len(specs))
+	}
+	consumer.Close()
+	last := jobs[0].LeaseDeadline
+	for _, j := range jobs {
+		if j.LeaseDeadline.After(last) {
+			last = j.LeaseDeadline
+		}
+	}
+	testwait.For(t, 10*time.Second, "every lease to expire", func() bool {
+		s, err := observer.Stats(testContext(t), "spread")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Reserved == 0 && s.LeasesExpired == int64(len(specs))
+	})
+	if late := time.Since(last); late > expiryBound {
+		t.Fatalf("the last lease expired %v after its deadline; want within %v", late, expiryBound)
+	}
+}
+
+// A Client that expires every topic's leases stops looking at a deleted topic's partitions,
+// and looks at them again once the topic is made anew.
+func TestExpireAllLeasesForgetsDeletedTopics(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{RecheckInterval: 20 * time.Millisecond})
+	mustEnqueue(t, c, "brief", Spec{ID: "a"})
+	keeper := newClientOn(t, rdb, Config{ExpireAllLeases: true, RecheckInterval: 20 * time.Millisecond})
+	looked := func() int {
+		expire, look := keeper.leases.Due(time.Now().Add(time.Hour), 0)
+		return len(expire) + len(look)
+	}
+	testwait.For(t, 5*time.Second, "the keeper to keep the topic", func() bool { return keeper.leases.Kept() == 1 })
+	if _, err := c.DeleteTopic(testContext(t), "brief", DeleteTopicOptions{Purge: true}); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "the keeper to forget the deleted topic", func() bool { return looked() == 0 })
+	mustEnqueue(t, c, "brief", Spec{ID: "b"})
+	testwait.For(t, 5*time.Second, "the keeper to look at the topic made anew", func() bool { return looked() == 1 })
 }

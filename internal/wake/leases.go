@@ -33,6 +33,7 @@ type leasePart struct {
 	key     leaseKey
 	next    time.Time // local time of its first lease deadline; never when none is known
 	look    bool      // its first deadline is not known: look at it now
+	gone    bool      // its topic is not registered any more: not looked at until it is again
 	checked time.Time // local time it was last looked at
 	notices uint64    // notices seen, to keep a stale reply from hiding one
 }
@@ -57,7 +58,11 @@ func (l *Leases) Keep(topic string, n int) (added []int) {
 	defer l.mu.Unlock()
 	for p := range n {
 		k := leaseKey{topic, p}
-		if _, ok := l.index[k]; ok {
+		if i, ok := l.index[k]; ok {
+			if l.parts[i].gone {
+				l.parts[i].gone, l.parts[i].look = false, true
+				l.broadcast()
+			}
 			continue
 		}
 		l.index[k] = len(l.parts)
@@ -68,6 +73,19 @@ func (l *Leases) Keep(topic string, n int) (added []int) {
 		l.broadcast()
 	}
 	return added
+}
+
+// Forget stops looking at the partitions of every kept topic that keep does not hold (the
+// registered topics), until Keep adds them again. Their subscriptions stay.
+func (l *Leases) Forget(keep map[string]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i := range l.parts {
+		p := &l.parts[i]
+		if n, ok := keep[p.key.topic]; !ok || p.key.p >= n {
+			p.gone = true
+		}
+	}
 }
 
 // Partition returns the topic and partition number of kept partition i.
@@ -146,6 +164,8 @@ func (l *Leases) Due(now time.Time, interval time.Duration) (expire, look []Leas
 		lp := &l.parts[i]
 		part := LeasePart{Topic: lp.key.topic, P: lp.key.p, index: i, seen: lp.notices}
 		switch {
+		case lp.gone:
+			continue
 		case !lp.next.After(now):
 			expire = append(expire, part)
 		case lp.look || !now.Before(lp.checked.Add(interval)):
@@ -196,6 +216,9 @@ func (l *Leases) Wait(ctx context.Context, interval time.Duration) {
 	wake := time.Now().Add(interval)
 	for i := range l.parts {
 		p := &l.parts[i]
+		if p.gone {
+			continue
+		}
 		if p.next.Before(wake) {
 			wake = p.next
 		}
