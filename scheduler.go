@@ -80,7 +80,7 @@ func (s *Scheduler) look(ctx context.Context) {
 	for len(names) > 0 {
 		batch := names[:min(lookBatch, len(names))]
 		read := time.Now()
-		states, err := s.c.store.Schedules(ctx, batch)
+		states, err := s.c.store.LookSchedules(ctx, batch, s.cfg.Lookahead.Milliseconds())
 		if err != nil {
 			s.logFailure(ctx, "reading schedules failed", "err", err)
 			return

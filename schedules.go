@@ -40,7 +40,7 @@ func (c *Client) PutSchedule(ctx context.Context, name string, s ScheduleSpec) (
 	if err != nil {
 		return nil, false, fmt.Errorf("delayq: encoding schedule %q: %w", name, err)
 	}
-	st, created, err := c.store.PutSchedule(ctx, name, def)
+	st, created, err := c.store.PutSchedule(ctx, name, def, s.Topic, defaultLookahead.Milliseconds())
 	if err != nil {
 		return nil, false, err
 	}
@@ -102,7 +102,7 @@ func (c *Client) PauseSchedule(ctx context.Context, name string) (*Schedule, err
 	if err := ValidateScheduleName(name); err != nil {
 		return nil, err
 	}
-	st, err := c.store.PauseSchedule(ctx, name, true)
+	st, err := c.store.PauseSchedule(ctx, name, true, 0)
 	if err != nil {
 		return nil, scheduleNotFound(err, name)
 	}
@@ -117,7 +117,7 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) (*Schedule, er
 	if err := ValidateScheduleName(name); err != nil {
 		return nil, err
 	}
-	st, err := c.store.PauseSchedule(ctx, name, false)
+	st, err := c.store.PauseSchedule(ctx, name, false, defaultLookahead.Milliseconds())
 	if err != nil {
 		return nil, scheduleNotFound(err, name)
 	}
@@ -153,7 +153,8 @@ func scheduleNotFound(err error, name string) error {
 func (c *Client) loadSchedule(name string, st store.ScheduleState) (*Schedule, compiled, error) {
 	sch, comp, err := c.readSchedule(name, st)
 	if err == nil && !st.Paused {
-		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(st.NowMs).UTC(), nextRunsShown)
+		// The ticks up to the floor are those of a schedule deleted just before.
+		sch.NextRuns = comp.ticks.upcoming(time.UnixMilli(max(st.NowMs, st.FloorMs)).UTC(), nextRunsShown)
 	}
 	return sch, comp, err
 }
@@ -196,29 +197,42 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 		return time.Time{}, nil
 	}
 	p := comp.ticks.plan(time.UnixMilli(st.CursorMs).UTC(), time.UnixMilli(st.NowMs).UTC(), ahead, comp.missed)
-	var done, last time.Time // the latest tick dealt with, and enqueued
+	var done, last, taken time.Time // the latest tick dealt with, enqueued, and skipped
 	if comp.missed == MissedSkip {
 		done = p.missed
 	}
 	var err error
+	var skipped int64
 	until := st.NowMs + (ahead + clockSlack).Milliseconds()
 	for _, t := range p.enqueue {
-		if err = c.enqueueTick(ctx, name, comp, t, until); err != nil {
+		var out store.TickOutcome
+		if out, err = c.enqueueTick(ctx, name, comp, t, until); err != nil {
 			break
 		}
-		done, last = t, t
+		done = t
+		if out == store.TickIDTaken {
+			skipped, taken = skipped+1, t
+		} else {
+			last = t
+		}
 	}
 	if done.IsZero() {
 		return last, err
 	}
-	lastMs := int64(0)
+	a := store.Advance{CreatedMs: st.CreatedMs, CursorMs: done.UnixMilli(), Skipped: skipped}
 	if !last.IsZero() {
-		lastMs = last.UnixMilli()
+		a.LastMs = last.UnixMilli()
 	}
 	// A crash before this line is harmless: the next look tries the same ticks, which their
-	// partitions refuse.
-	if _, aerr := c.store.AdvanceSchedule(ctx, name, st.CreatedMs, done.UnixMilli(), lastMs); aerr != nil {
+	// partitions refuse. Only the count of skipped ticks misses those this look found.
+	ok, before, aerr := c.store.AdvanceSchedule(ctx, name, a)
+	if aerr != nil {
 		err = errors.Join(err, aerr)
+	}
+	if ok && skipped > 0 && before == 0 {
+		// Once per schedule: its skipped_ticks counts the rest.
+		c.log.Warn("delayq: a schedule's tick was skipped: another job has its id; the schedule counts such ticks in skipped_ticks",
+			"schedule", name, "topic", comp.topic, "id", TickID(name, taken))
 	}
 	return last, err
 }
@@ -235,18 +249,18 @@ var errLookTooLate = errors.New("delayq: the look outlasted its look-ahead; the 
 // enqueueTick enqueues the job of schedule name's tick at t, unless it was enqueued before, or
 // the Redis server's clock is past untilMs: the schedule read then may have been paused,
 // changed or deleted since.
-func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time, untilMs int64) error {
+func (c *Client) enqueueTick(ctx context.Context, name string, comp compiled, t time.Time, untilMs int64) (store.TickOutcome, error) {
 	j := comp.job
 	j.ID, j.RunAtMs = TickID(name, t), t.UnixMilli()
 	n, err := c.partitions(ctx, comp.topic, true)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	out, err := c.store.EnqueueTick(ctx, c.store.Partition(comp.topic, keys.PartitionOf(j.ID, n)), name, j, untilMs)
 	if err == nil && out == store.TickTooLate {
 		err = errLookTooLate
 	}
-	return err
+	return out, err
 }
 
 // scheduleRecord is a schedule's definition as stored: JSON with names of its own, so that the

@@ -453,3 +453,139 @@ func BenchmarkSchedulerLook(b *testing.B) {
 		s.look(ctx)
 	}
 }
+
+// jobsOfTick returns how many jobs schedule name's tick at tk has, over topics.
+func jobsOfTick(t *testing.T, c *Client, name string, tk time.Time, topics ...string) int {
+	t.Helper()
+	n := 0
+	for _, topic := range topics {
+		_, err := c.Get(testContext(t), topic, TickID(name, tk))
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, ErrNotFound):
+			t.Fatalf("Get(%s, %s): %v", topic, TickID(name, tk), err)
+		}
+	}
+	return n
+}
+
+// A schedule deleted while two Schedulers run, and put again at once under its name, in its
+// topic or another one with its own partition count: each tick gives one job. The ticks the
+// deleted schedule enqueued ahead (or a look of it under way still may) stay its own, and the
+// new one ticks after them.
+func TestScheduleDeletedAndPutAgainGivesOneJobPerTick(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name       string
+		topic      string
+		partitions int
+	}{
+		{"same topic", "a", 4},
+		{"another topic", "b", 4},
+		{"another topic with another partition count", "b", 7},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			changeWhileSchedulersRun(t, c.partitions, func(ctx context.Context, a, again *Client) *Schedule {
+				if err := a.DeleteSchedule(ctx, "s"); err != nil {
+					t.Fatal(err)
+				}
+				return mustPutSchedule(t, again, "s", ScheduleSpec{Cron: "@every 1s", Topic: c.topic})
+			})
+		})
+	}
+}
+
+// changeWhileSchedulersRun puts schedule "s", @every 1s in topic "a" with 4 partitions, lets
+// two Schedulers enqueue its ticks, changes it with change (again is a Client whose new topics
+// get partitions partitions), lets them go on for five seconds, and checks that every tick has
+// one job in topic "a" or "b".
+func changeWhileSchedulersRun(t *testing.T, partitions int, change func(ctx context.Context, a, again *Client) *Schedule) {
+	t.Helper()
+	srv := redistest.Standalone(t)
+	a, b := newClientOn(t, srv.Client(t), Config{Partitions: 4}), newClientOn(t, srv.Client(t), Config{Partitions: 4})
+	again := newClientOn(t, srv.Client(t), Config{Partitions: partitions})
+	ctx := testContext(t)
+	first := mustPutSchedule(t, a, "s", ScheduleSpec{Cron: "@every 1s", Topic: "a"})
+	cfg := SchedulerConfig{Interval: 50 * time.Millisecond}
+	stopA, stopB := startScheduler(t, a, cfg), startScheduler(t, b, cfg)
+	testwait.For(t, 20*time.Second, "the schedule's ticks enqueued ahead", func() bool {
+		s, err := a.GetSchedule(ctx, "s")
+		return err == nil && s.LastTick.After(first.CreatedAt.Add(4*time.Second))
+	})
+	changed := change(ctx, a, again)
+	testwait.For(t, 20*time.Second, "the changed schedule's ticks", func() bool {
+		s, err := a.GetSchedule(ctx, "s")
+		return err == nil && s.LastTick.After(changed.UpdatedAt.Add(5*time.Second))
+	})
+	stopA()
+	stopB()
+	last, err := a.GetSchedule(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tk := ticksAfter(first.CreatedAt, time.Second, 1)[0]; !tk.After(last.LastTick); tk = tk.Add(time.Second) {
+		if n := jobsOfTick(t, a, "s", tk, "a", "b"); n != 1 {
+			t.Errorf("tick %v has %d jobs, want 1", tk, n)
+		}
+	}
+}
+
+// A look that read a schedule just before it was deleted and put again in another topic, or
+// replaced by one in another topic, enqueues its ticks afterwards: those ticks are the old
+// definition's, and the new one does not enqueue them again.
+func TestStaleLookDoesNotDoubleTheTicksOfAMovedSchedule(t *testing.T) {
+	t.Parallel()
+	for name, move := range map[string]func(ctx context.Context, c *Client) error{
+		"deleted and put again": func(ctx context.Context, c *Client) error {
+			if err := c.DeleteSchedule(ctx, "s"); err != nil {
+				return err
+			}
+			_, _, err := c.PutSchedule(ctx, "s", ScheduleSpec{Cron: "@every 1s", Topic: "b"})
+			return err
+		},
+		"replaced": func(ctx context.Context, c *Client) error {
+			_, _, err := c.PutSchedule(ctx, "s", ScheduleSpec{Cron: "@every 1s", Topic: "b"})
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			first := mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "a"})
+			advance(c, 10*time.Second)
+			states, err := c.store.LookSchedules(ctx, []string{"s"}, defaultLookahead.Milliseconds())
+			if err != nil || states[0] == nil {
+				t.Fatalf("LookSchedules: %v, %v", states, err)
+			}
+			_, comp, err := c.readSchedule("s", *states[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := move(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+			stale, err := c.enqueueTicks(ctx, "s", *states[0], comp, defaultLookahead)
+			if err != nil || stale.IsZero() {
+				t.Fatalf("the stale look: %v, %v; want its ticks enqueued", stale, err)
+			}
+			moved, err := c.GetSchedule(ctx, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A schedule put again does not list the deleted one's ticks among its next runs.
+			if moved.CreatedAt.After(first.CreatedAt) && !moved.NextRuns[0].After(stale) {
+				t.Errorf("the next run %v is not after the stale look's last tick %v", moved.NextRuns[0], stale)
+			}
+			look(t, c)
+			end := time.UnixMilli(states[0].NowMs).Add(2 * defaultLookahead)
+			for tk := ticksAfter(first.CreatedAt, time.Second, 1)[0]; tk.Before(end); tk = tk.Add(time.Second) {
+				if n := jobsOfTick(t, c, "s", tk, "a", "b"); n > 1 {
+					t.Errorf("tick %v has %d jobs, want at most 1", tk, n)
+				}
+			}
+		})
+	}
+}

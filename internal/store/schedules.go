@@ -14,6 +14,7 @@ import (
 var (
 	schedulePutScript     = loadScript("schedule_put")
 	scheduleGetScript     = loadScript("schedule_get")
+	scheduleLookScript    = loadScript("schedule_look")
 	scheduleDeleteScript  = loadScript("schedule_delete")
 	schedulePauseScript   = loadScript("schedule_pause")
 	scheduleAdvanceScript = loadScript("schedule_advance")
@@ -33,6 +34,11 @@ type ScheduleState struct {
 	LastTickMs int64
 	// NowMs is the Redis server's clock when the state was read.
 	NowMs int64
+	// SkippedTicks counts the ticks that found their job id taken by another job.
+	SkippedTicks int64
+	// FloorMs, for a schedule put again within the look-ahead of a delete: the ticks up to it
+	// are the deleted schedule's. 0 otherwise.
+	FloorMs int64
 }
 
 // schedule returns the keys of schedule name.
@@ -49,10 +55,11 @@ func (s *Store) scheduleWrite(name string, args ...any) script {
 	return script{keys: []string{k.State(), k.Call(NewCallID())}, args: args, records: true}
 }
 
-// PutSchedule creates schedule name with definition def, or replaces the definition of the
-// schedule of that name, and lists it. It reports whether the schedule was created.
-func (s *Store) PutSchedule(ctx context.Context, name string, def []byte) (ScheduleState, bool, error) {
-	vals, err := s.run(ctx, schedulePutScript, s.scheduleWrite(name, def)).Slice()
+// PutSchedule creates schedule name with definition def, whose ticks go to topic, or replaces
+// the definition of the schedule of that name, and lists it. It reports whether the schedule
+// was created. The answer is read for a look that enqueues the ticks due within aheadMs.
+func (s *Store) PutSchedule(ctx context.Context, name string, def []byte, topic string, aheadMs int64) (ScheduleState, bool, error) {
+	vals, err := s.run(ctx, schedulePutScript, s.scheduleWrite(name, def, topic, aheadMs)).Slice()
 	if err != nil {
 		return ScheduleState{}, false, fmt.Errorf("delayq: put schedule: %w", err)
 	}
@@ -85,8 +92,19 @@ func (s *Store) Schedule(ctx context.Context, name string) (ScheduleState, error
 // Schedules reads the schedules names in one round trip; the state of a name that has no
 // schedule (any more) is nil.
 func (s *Store) Schedules(ctx context.Context, names []string) ([]*ScheduleState, error) {
-	cmds, errs := s.pipelined(ctx, scheduleGetScript, len(names), func(i int) script {
-		return s.scheduleRead(names[i])
+	return s.schedules(ctx, scheduleGetScript, names)
+}
+
+// LookSchedules reads the schedules names, as Schedules does, for a look that enqueues their
+// ticks due within aheadMs: no delete, and no put that moves a schedule to another topic,
+// lets a schedule put again enqueue one of those ticks (schedule_look.lua).
+func (s *Store) LookSchedules(ctx context.Context, names []string, aheadMs int64) ([]*ScheduleState, error) {
+	return s.schedules(ctx, scheduleLookScript, names, aheadMs)
+}
+
+func (s *Store) schedules(ctx context.Context, sc *redis.Script, names []string, args ...any) ([]*ScheduleState, error) {
+	cmds, errs := s.pipelined(ctx, sc, len(names), func(i int) script {
+		return s.scheduleRead(names[i], args...)
 	})
 	out := make([]*ScheduleState, len(names))
 	for i, cmd := range cmds {
@@ -136,12 +154,13 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 }
 
 // PauseSchedule pauses (paused true) or resumes schedule name and returns it, or ErrNotFound.
-func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (ScheduleState, error) {
+// The answer to a resume is read for a look that enqueues the ticks due within aheadMs.
+func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool, aheadMs int64) (ScheduleState, error) {
 	flag := "0"
 	if paused {
 		flag = "1"
 	}
-	vals, err := s.run(ctx, schedulePauseScript, s.scheduleWrite(name, flag)).Slice()
+	vals, err := s.run(ctx, schedulePauseScript, s.scheduleWrite(name, flag, aheadMs)).Slice()
 	if errors.Is(err, redis.Nil) {
 		return ScheduleState{}, ErrNotFound
 	}
@@ -151,19 +170,31 @@ func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (Sc
 	return parseScheduleState(vals)
 }
 
-// AdvanceSchedule moves the cursor of schedule name to cursorMs and its last tick to lastMs
-// (0: unchanged), where they are earlier, as long as the schedule is still the one created at
-// createdMs. It reports whether it was.
-func (s *Store) AdvanceSchedule(ctx context.Context, name string, createdMs, cursorMs, lastMs int64) (bool, error) {
+// Advance is what a look at a schedule dealt with, for AdvanceSchedule.
+type Advance struct {
+	CreatedMs int64 // the schedule's identity, as the look read it
+	CursorMs  int64 // every tick up to it was dealt with
+	LastMs    int64 // the latest tick enqueued; 0 when none
+	Skipped   int64 // how many ticks found their job id taken by another job
+}
+
+// AdvanceSchedule moves the cursor of schedule name to a.CursorMs and its last tick to
+// a.LastMs, where they are earlier, and counts a.Skipped skipped ticks, as long as the schedule
+// is still the one created at a.CreatedMs. It reports whether it was, and how many skipped
+// ticks the schedule had counted before.
+func (s *Store) AdvanceSchedule(ctx context.Context, name string, a Advance) (ok bool, skippedBefore int64, err error) {
 	last := ""
-	if lastMs != 0 {
-		last = strconv.FormatInt(lastMs, 10)
+	if a.LastMs != 0 {
+		last = strconv.FormatInt(a.LastMs, 10)
 	}
-	n, err := s.run(ctx, scheduleAdvanceScript, s.scheduleRead(name, createdMs, cursorMs, last)).Int64()
+	vals, err := s.run(ctx, scheduleAdvanceScript, s.scheduleWrite(name, a.CreatedMs, a.CursorMs, last, a.Skipped)).Int64Slice()
 	if err != nil {
-		return false, fmt.Errorf("delayq: advance schedule: %w", err)
+		return false, 0, fmt.Errorf("delayq: advance schedule: %w", err)
 	}
-	return n == 1, nil
+	if len(vals) != 2 {
+		return false, 0, fmt.Errorf("delayq: advance schedule: %d values in reply, want 2", len(vals))
+	}
+	return vals[0] == 1, vals[1], nil
 }
 
 // TickOutcome is what enqueueing a tick's job did.
@@ -200,16 +231,18 @@ func (s *Store) EnqueueTick(ctx context.Context, p keys.Partition, name string, 
 
 // parseScheduleState reads what schedule_lib.lua's state() answers.
 func parseScheduleState(vals []any) (ScheduleState, error) {
-	if len(vals) != 7 {
-		return ScheduleState{}, fmt.Errorf("delayq: schedule: %d values in reply, want 7", len(vals))
+	if len(vals) != 9 {
+		return ScheduleState{}, fmt.Errorf("delayq: schedule: %d values in reply, want 9", len(vals))
 	}
 	return ScheduleState{
-		Def:        []byte(toString(vals[0])),
-		CreatedMs:  toInt(vals[1]),
-		UpdatedMs:  toInt(vals[2]),
-		Paused:     toInt(vals[3]) == 1,
-		CursorMs:   toInt(vals[4]),
-		LastTickMs: toInt(vals[5]),
-		NowMs:      toInt(vals[6]),
+		Def:          []byte(toString(vals[0])),
+		CreatedMs:    toInt(vals[1]),
+		UpdatedMs:    toInt(vals[2]),
+		Paused:       toInt(vals[3]) == 1,
+		CursorMs:     toInt(vals[4]),
+		LastTickMs:   toInt(vals[5]),
+		NowMs:        toInt(vals[6]),
+		SkippedTicks: toInt(vals[7]),
+		FloorMs:      toInt(vals[8]),
 	}, nil
 }

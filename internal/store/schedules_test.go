@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -85,12 +86,12 @@ func TestScheduleState(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestStore(t)
 	ctx := testCtx(t)
-	st, created, err := s.PutSchedule(ctx, "daily", []byte(`{"v":1}`))
+	st, created, err := s.PutSchedule(ctx, "daily", []byte(`{"v":1}`), "t", 3000)
 	if err != nil || !created || st.CreatedMs == 0 || st.CursorMs != st.CreatedMs || st.LastTickMs != 0 || st.Paused {
 		t.Fatalf("PutSchedule: %+v, created %v, %v", st, created, err)
 	}
 	s.SetClockOffset(5000)
-	again, created, err := s.PutSchedule(ctx, "daily", []byte(`{"v":2}`))
+	again, created, err := s.PutSchedule(ctx, "daily", []byte(`{"v":2}`), "t", 3000)
 	if err != nil || created || again.CreatedMs != st.CreatedMs || again.CursorMs != again.UpdatedMs || string(again.Def) != `{"v":2}` || again.UpdatedMs < st.CreatedMs+5000 {
 		t.Fatalf("a second put: %+v, created %v, %v; want the definition replaced, the cursor moved to now, the rest kept", again, created, err)
 	}
@@ -98,7 +99,8 @@ func TestScheduleState(t *testing.T) {
 	// The cursor and the last tick only grow, and only for the schedule the caller read.
 	advance := func(created, cursor, last int64, want bool) {
 		t.Helper()
-		if ok, err := s.AdvanceSchedule(ctx, "daily", created, cursor, last); err != nil || ok != want {
+		a := Advance{CreatedMs: created, CursorMs: cursor, LastMs: last}
+		if ok, _, err := s.AdvanceSchedule(ctx, "daily", a); err != nil || ok != want {
 			t.Fatalf("AdvanceSchedule(%d, %d, %d): %v, %v; want %v", created, cursor, last, ok, err, want)
 		}
 	}
@@ -111,19 +113,19 @@ func TestScheduleState(t *testing.T) {
 	}
 
 	// Resuming passes over the ticks of the pause: the cursor moves to now.
-	if p, err := s.PauseSchedule(ctx, "daily", true); err != nil || !p.Paused {
+	if p, err := s.PauseSchedule(ctx, "daily", true, 0); err != nil || !p.Paused {
 		t.Fatalf("pause: %+v, %v", p, err)
 	}
 	s.SetClockOffset(3_600_000)
-	r, err := s.PauseSchedule(ctx, "daily", false)
+	r, err := s.PauseSchedule(ctx, "daily", false, 3000)
 	if err != nil || r.Paused || r.CursorMs != r.NowMs || r.LastTickMs != c+60_000 {
 		t.Fatalf("resume: %+v, %v; want the cursor at now", r, err)
 	}
-	if r2, _ := s.PauseSchedule(ctx, "daily", false); r2.CursorMs != r.CursorMs {
+	if r2, _ := s.PauseSchedule(ctx, "daily", false, 3000); r2.CursorMs != r.CursorMs {
 		t.Fatalf("resuming a running schedule moved its cursor: %+v", r2)
 	}
 
-	if _, _, err := s.PutSchedule(ctx, "weekly", []byte(`{}`)); err != nil {
+	if _, _, err := s.PutSchedule(ctx, "weekly", []byte(`{}`), "t", 3000); err != nil {
 		t.Fatal(err)
 	}
 	names, err := s.ScheduleNames(ctx)
@@ -135,14 +137,14 @@ func TestScheduleState(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"get":    func() error { _, err := s.Schedule(ctx, "daily"); return err }(),
-		"pause":  func() error { _, err := s.PauseSchedule(ctx, "daily", true); return err }(),
+		"pause":  func() error { _, err := s.PauseSchedule(ctx, "daily", true, 0); return err }(),
 		"delete": s.DeleteSchedule(ctx, "daily"),
 	} {
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("%s after delete: %v, want ErrNotFound", name, err)
 		}
 	}
-	if ok, _ := s.AdvanceSchedule(ctx, "daily", c, c+120_000, 0); ok {
+	if ok, _, _ := s.AdvanceSchedule(ctx, "daily", Advance{CreatedMs: c, CursorMs: c + 120_000}); ok {
 		t.Errorf("a deleted schedule advanced")
 	}
 	all, err := s.Schedules(ctx, []string{"daily", "weekly"})
@@ -155,7 +157,7 @@ func TestScheduleReplaysAnswerTheFirstOutcome(t *testing.T) {
 	t.Parallel()
 	s, _ := newTestStore(t)
 	ctx := testCtx(t)
-	put := s.scheduleWrite("daily", "def")
+	put := s.scheduleWrite("daily", "def", "t", 3000)
 	first, err := s.run(ctx, schedulePutScript, put).Slice()
 	if err != nil {
 		t.Fatal(err)
@@ -169,5 +171,122 @@ func TestScheduleReplaysAnswerTheFirstOutcome(t *testing.T) {
 		if n, err := s.run(ctx, scheduleDeleteScript, del).Int64(); err != nil || n != 1 {
 			t.Fatalf("delete, run %d: %d, %v; want 1", i+1, n, err)
 		}
+	}
+}
+
+// A look raises the schedule's horizon to the time it read it plus its look-ahead; a delete
+// keeps the latest of the horizon, the cursor and the last tick as a floor, which a schedule
+// put again under the name starts after, whatever its topic, with a later identity. The floor
+// is gone once the clock has passed it.
+func TestDeletedScheduleLeavesAFloorUntilItsLooksEnd(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	ctx := testCtx(t)
+	old, _, err := s.PutSchedule(ctx, "s", []byte(`{"v":1}`), "a", 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	looked, err := s.LookSchedules(ctx, []string{"s"}, 10_000)
+	if err != nil || looked[0] == nil {
+		t.Fatalf("LookSchedules: %v, %v", looked, err)
+	}
+	horizon := looked[0].NowMs + 10_000
+	if err := s.DeleteSchedule(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"get":    func() error { _, err := s.Schedule(ctx, "s"); return err }(),
+		"pause":  func() error { _, err := s.PauseSchedule(ctx, "s", true, 0); return err }(),
+		"delete": s.DeleteSchedule(ctx, "s"),
+	} {
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s of a deleted schedule: %v, want ErrNotFound", name, err)
+		}
+	}
+	if got, err := s.LookSchedules(ctx, []string{"s"}, 3000); err != nil || got[0] != nil {
+		t.Errorf("a look at a deleted schedule: %v, %v; want none", got, err)
+	}
+
+	again, created, err := s.PutSchedule(ctx, "s", []byte(`{"v":2}`), "b", 3000)
+	if err != nil || !created {
+		t.Fatalf("put again: %v, created %v", err, created)
+	}
+	if again.CursorMs != horizon || again.FloorMs != horizon || again.CreatedMs <= old.CreatedMs || again.LastTickMs != 0 {
+		t.Fatalf("put again: %+v; want the cursor at the deleted one's horizon %d and created after %d", again, horizon, old.CreatedMs)
+	}
+	if ttl, err := s.rdb.PTTL(ctx, s.schedule("s").State()).Result(); err != nil || ttl != -1 {
+		t.Fatalf("the schedule put again expires in %v (%v); want never", ttl, err)
+	}
+	if ok, _, _ := s.AdvanceSchedule(ctx, "s", Advance{CreatedMs: old.CreatedMs, CursorMs: horizon + 60_000}); ok {
+		t.Errorf("a look at the deleted schedule advanced the one put again")
+	}
+
+	// Deleted again, the floor lasts until the clock passes it, and not after.
+	if err := s.DeleteSchedule(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := s.rdb.PTTL(ctx, s.schedule("s").State()).Result()
+	if err != nil || ttl <= 0 || ttl > 10*time.Second+time.Millisecond {
+		t.Fatalf("the tombstone expires in %v (%v); want by the floor, the cursor of the put", ttl, err)
+	}
+	s.SetClockOffset(60_000)
+	third, _, err := s.PutSchedule(ctx, "s", []byte(`{"v":3}`), "b", 3000)
+	if err != nil || third.CursorMs != third.NowMs || third.FloorMs != 0 {
+		t.Fatalf("put long after the floor: %+v, %v; want the cursor at now", third, err)
+	}
+}
+
+// A replace that moves a schedule to another topic moves its cursor to its horizon: the looks
+// under way enqueue their ticks in the old topic. A replace in the same topic leaves it to the
+// partitions' marks.
+func TestReplaceInAnotherTopicStartsAfterTheHorizon(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	ctx := testCtx(t)
+	if _, _, err := s.PutSchedule(ctx, "s", []byte(`{}`), "a", 3000); err != nil {
+		t.Fatal(err)
+	}
+	looked, err := s.LookSchedules(ctx, []string{"s"}, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	horizon := looked[0].NowMs + 10_000
+	same, _, err := s.PutSchedule(ctx, "s", []byte(`{}`), "a", 3000)
+	if err != nil || same.CursorMs >= horizon {
+		t.Fatalf("replace in the same topic: %+v, %v; want the cursor before the horizon %d", same, err, horizon)
+	}
+	moved, _, err := s.PutSchedule(ctx, "s", []byte(`{}`), "b", 3000)
+	if err != nil || moved.CursorMs != horizon {
+		t.Fatalf("replace in another topic: %+v, %v; want the cursor at the horizon %d", moved, err, horizon)
+	}
+}
+
+// Ticks found with their id taken are counted once per call, replays included, and only for
+// the schedule the look read.
+func TestAdvanceCountsSkippedTicks(t *testing.T) {
+	t.Parallel()
+	s, _ := newTestStore(t)
+	ctx := testCtx(t)
+	st, _, err := s.PutSchedule(ctx, "s", []byte(`{}`), "t", 3000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := Advance{CreatedMs: st.CreatedMs, CursorMs: st.CursorMs + 1000, Skipped: 2}
+	call := s.scheduleWrite("s", a.CreatedMs, a.CursorMs, "", a.Skipped)
+	for i := range 2 {
+		vals, err := s.run(ctx, scheduleAdvanceScript, call).Int64Slice()
+		if err != nil || !cmp.Equal(vals, []int64{1, 0}) {
+			t.Fatalf("advance, run %d: %v, %v; want [1 0]", i+1, vals, err)
+		}
+	}
+	ok, before, err := s.AdvanceSchedule(ctx, "s", Advance{CreatedMs: st.CreatedMs, CursorMs: st.CursorMs, Skipped: 1})
+	if err != nil || !ok || before != 2 {
+		t.Fatalf("a second advance: %v, %d, %v; want ok, 2 counted before", ok, before, err)
+	}
+	if ok, _, _ := s.AdvanceSchedule(ctx, "s", Advance{CreatedMs: st.CreatedMs + 1, CursorMs: st.CursorMs, Skipped: 5}); ok {
+		t.Fatal("an advance of another schedule of the name counted")
+	}
+	if got, err := s.Schedule(ctx, "s"); err != nil || got.SkippedTicks != 3 {
+		t.Fatalf("Schedule: %+v, %v; want 3 skipped ticks", got, err)
 	}
 }
