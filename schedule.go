@@ -61,6 +61,9 @@ type Schedule struct {
 	// LastTick is the latest tick whose job has been enqueued; zero before the first. Ticks are
 	// enqueued ahead of time (see Scheduler), so it can be a few seconds ahead.
 	LastTick time.Time
+	// SkippedTicks counts the ticks that enqueued nothing because another job held the tick's
+	// id (TickID) already: a job enqueued with that id by hand, say. The first one is logged.
+	SkippedTicks int64
 	// NextRuns are the next ticks after now (by the Redis server's clock), at most five: none
 	// while paused or once EndAt has passed.
 	NextRuns  []time.Time

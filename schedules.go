@@ -175,11 +175,12 @@ func (c *Client) readSchedule(name string, st store.ScheduleState) (*Schedule, c
 	}
 	comp.topic, comp.job = spec.Topic, job
 	sch := &Schedule{
-		Name:      name,
-		Spec:      spec,
-		Paused:    st.Paused,
-		CreatedAt: created,
-		UpdatedAt: time.UnixMilli(st.UpdatedMs).UTC(),
+		Name:         name,
+		Spec:         spec,
+		Paused:       st.Paused,
+		SkippedTicks: st.SkippedTicks,
+		CreatedAt:    created,
+		UpdatedAt:    time.UnixMilli(st.UpdatedMs).UTC(),
 	}
 	if st.LastTickMs != 0 {
 		sch.LastTick = time.UnixMilli(st.LastTickMs).UTC()
@@ -197,7 +198,7 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 		return time.Time{}, nil
 	}
 	p := comp.ticks.plan(time.UnixMilli(st.CursorMs).UTC(), time.UnixMilli(st.NowMs).UTC(), ahead, comp.missed)
-	var done, last, taken time.Time // the latest tick dealt with, enqueued, and skipped
+	var done, last, taken time.Time // the latest tick dealt with, and enqueued; the first skipped
 	if comp.missed == MissedSkip {
 		done = p.missed
 	}
@@ -211,7 +212,9 @@ func (c *Client) enqueueTicks(ctx context.Context, name string, st store.Schedul
 		}
 		done = t
 		if out == store.TickIDTaken {
-			skipped, taken = skipped+1, t
+			if skipped++; skipped == 1 {
+				taken = t
+			}
 		} else {
 			last = t
 		}

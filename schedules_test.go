@@ -1,9 +1,12 @@
 package delayq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -587,5 +590,60 @@ func TestStaleLookDoesNotDoubleTheTicksOfAMovedSchedule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that a logger may write to from any goroutine.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// A tick whose id another job holds already enqueues nothing and leaves that job as it is; the
+// schedule counts such ticks, and the first one is logged, once for the schedule.
+func TestTickWithItsIDTakenIsCountedAndLoggedOnce(t *testing.T) {
+	t.Parallel()
+	var logs lockedBuffer
+	c, _ := newTestClient(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx := testContext(t)
+	start := time.Now().Truncate(time.Second).Add(time.Minute)
+	for _, tk := range []time.Time{start, start.Add(time.Second), start.Add(5 * time.Second)} {
+		mustEnqueue(t, c, "t", Spec{ID: TickID("s", tk), Body: []byte("mine"), RunAt: tk})
+	}
+	mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t", StartAt: start})
+	advance(c, time.Until(start))
+	look(t, c) // the ticks at start, +1s, +2s and +3s: the first two are taken
+	advance(c, 3*time.Second)
+	look(t, c) // +4s to +6s: +5s is taken
+
+	got, err := c.GetSchedule(ctx, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SkippedTicks != 3 || !got.LastTick.Equal(start.Add(6*time.Second)) {
+		t.Errorf("SkippedTicks %d, LastTick %v; want 3 and %v", got.SkippedTicks, got.LastTick, start.Add(6*time.Second))
+	}
+	for _, tk := range []time.Time{start, start.Add(time.Second), start.Add(5 * time.Second)} {
+		if j, err := c.Get(ctx, "t", TickID("s", tk)); err != nil || string(j.Body) != "mine" {
+			t.Errorf("the job holding tick %v's id: %+v, %v; want it as it was", tk, j, err)
+		}
+	}
+	if n := strings.Count(logs.String(), "tick was skipped"); n != 1 {
+		t.Errorf("%d log lines of skipped ticks, want 1:\n%s", n, logs.String())
+	}
+	if !strings.Contains(logs.String(), TickID("s", start)) {
+		t.Errorf("the log does not name the first skipped tick %s:\n%s", TickID("s", start), logs.String())
 	}
 }

@@ -57,6 +57,9 @@ type Schedule struct {
 	Paused  bool            `json:"paused"`
 	// LastTick is the latest tick whose job was enqueued; null before the first.
 	LastTick *Time `json:"last_tick"`
+	// SkippedTicks counts the ticks whose job id another job held already: they enqueued
+	// nothing.
+	SkippedTicks int64 `json:"skipped_ticks"`
 	// NextRuns are the next ticks, at most five; none while paused or after end_at.
 	NextRuns  []Time `json:"next_runs"`
 	CreatedAt Time   `json:"created_at"`
@@ -71,19 +74,20 @@ type ScheduleList struct {
 // NewSchedule converts s.
 func NewSchedule(s *delayq.Schedule) Schedule {
 	out := Schedule{
-		Name:      s.Name,
-		Cron:      s.Spec.Cron,
-		Timezone:  s.Spec.TimeZone,
-		Topic:     s.Spec.Topic,
-		Job:       newTemplate(s.Spec.Job),
-		StartAt:   timePtr(s.Spec.StartAt),
-		EndAt:     timePtr(s.Spec.EndAt),
-		Missed:    string(s.Spec.Missed),
-		Paused:    s.Paused,
-		LastTick:  timePtr(s.LastTick),
-		NextRuns:  make([]Time, len(s.NextRuns)),
-		CreatedAt: Time{s.CreatedAt},
-		UpdatedAt: Time{s.UpdatedAt},
+		Name:         s.Name,
+		Cron:         s.Spec.Cron,
+		Timezone:     s.Spec.TimeZone,
+		Topic:        s.Spec.Topic,
+		Job:          newTemplate(s.Spec.Job),
+		StartAt:      timePtr(s.Spec.StartAt),
+		EndAt:        timePtr(s.Spec.EndAt),
+		Missed:       string(s.Spec.Missed),
+		Paused:       s.Paused,
+		LastTick:     timePtr(s.LastTick),
+		SkippedTicks: s.SkippedTicks,
+		NextRuns:     make([]Time, len(s.NextRuns)),
+		CreatedAt:    Time{s.CreatedAt},
+		UpdatedAt:    Time{s.UpdatedAt},
 	}
 	if out.Timezone == "" {
 		out.Timezone = "UTC"

@@ -138,6 +138,9 @@ func printSchedule(w io.Writer, s *apiv1.Schedule) {
 	fmt.Fprintf(tw, "missed\t%s\n", s.Missed)
 	fmt.Fprintf(tw, "paused\t%t\n", s.Paused)
 	fmt.Fprintf(tw, "last_tick\t%s\n", nextRun(s.LastTick))
+	if s.SkippedTicks > 0 {
+		fmt.Fprintf(tw, "skipped_ticks\t%d\n", s.SkippedTicks)
+	}
 	for i, t := range s.NextRuns {
 		label := ""
 		if i == 0 {

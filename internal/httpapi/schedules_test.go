@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"sync"
@@ -96,5 +97,29 @@ func TestPushScheduleWatchesItsTopic(t *testing.T) {
 	defer mu.Unlock()
 	if len(watched) != 1 || watched[0] != "hooks" {
 		t.Fatalf("watched %v, want [hooks]", watched)
+	}
+}
+
+// A tick whose id another job holds enqueues nothing; the schedule's answer counts it in
+// skipped_ticks, which every answer has.
+func TestScheduleCountsSkippedTicks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	start := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	for i := range 10 {
+		tk := start.Add(time.Duration(i) * time.Second)
+		e.enqueue("t", map[string]any{"id": delayq.TickID("taken", tk), "run_at": tk.Format(time.RFC3339Nano), "body": "mine"})
+	}
+	put := map[string]any{"cron": "@every 1s", "topic": "t", "start_at": start.Format(time.RFC3339)}
+	fresh := e.call("PUT", "/v1/schedules/taken", put).want(t, http.StatusCreated)
+	if !bytes.Contains(fresh.body, []byte(`"skipped_ticks":0`)) {
+		t.Errorf("a new schedule's answer lacks skipped_ticks 0: %s", fresh.body)
+	}
+	got := decode[apiv1.Schedule](t, e.call("GET", "/v1/schedules/taken", nil).want(t, http.StatusOK))
+	if got.SkippedTicks == 0 || got.LastTick != nil {
+		t.Fatalf("skipped_ticks %d, last_tick %v; want the put's first ticks skipped, none enqueued", got.SkippedTicks, got.LastTick)
+	}
+	if j := e.get("t", url.PathEscape(delayq.TickID("taken", start.Add(3*time.Second)))); string(j.Body) != `"mine"` {
+		t.Errorf("the job holding a tick's id: %+v; want it as it was", j)
 	}
 }
