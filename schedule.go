@@ -30,10 +30,12 @@ type ScheduleSpec struct {
 	// job has the id TickID(name, tick) and is due at the tick.
 	Job Spec
 	// StartAt, when set, is the earliest time the schedule ticks, at most Limits.MaxDelay ahead;
-	// an @every schedule ticks at StartAt and every interval after it. Without it, an @every schedule first ticks one
-	// interval after it was created (in whole seconds).
+	// an @every schedule ticks at StartAt and every interval after it. Ticks are whole seconds:
+	// a StartAt within a second is rounded up to the next whole second, and stored so. Without
+	// it, an @every schedule first ticks one interval after it was created (in whole seconds).
 	StartAt time.Time
-	// EndAt, when set, is the latest time the schedule ticks.
+	// EndAt, when set, is the latest time the schedule ticks. A schedule with no tick to come,
+	// its EndAt past or before its first tick, is refused.
 	EndAt time.Time
 	// Missed says which ticks to enqueue late when no Scheduler ran at their time. Defaults to
 	// MissedLatest.
@@ -106,12 +108,23 @@ type compiled struct {
 	job    store.NewJob // the template, without an id or a due time
 }
 
-// compile validates s against l (defaults set) for a schedule created at created, which an
-// @every schedule without StartAt counts its ticks from.
+// compile validates s against l (defaults set) for a schedule put at created, which an
+// @every schedule without StartAt counts its ticks from: a schedule with no tick after created
+// is refused.
 func (s ScheduleSpec) compile(l Limits, created time.Time) (compiled, error) {
 	c, err := s.timing(created)
 	if err != nil {
 		return c, err
+	}
+	if c.ticks.next(created).IsZero() {
+		switch {
+		case !s.EndAt.IsZero() && !s.EndAt.After(created):
+			return c, invalid("end_at", "%s is in the past: the schedule would never tick", s.EndAt.Format(time.RFC3339Nano))
+		case !s.EndAt.IsZero():
+			return c, invalid("end_at", "%s comes before the first tick of %q: the schedule would never tick", s.EndAt.Format(time.RFC3339Nano), s.Cron)
+		default:
+			return c, invalid("cron", "%q never ticks", s.Cron)
+		}
 	}
 	// As for a job's run_at: a schedule's next runs then stay within the times the API writes.
 	if time.Until(s.StartAt) > l.MaxDelay {
@@ -138,8 +151,10 @@ func (s ScheduleSpec) timing(created time.Time) (compiled, error) {
 	if !s.EndAt.IsZero() && s.EndAt.UnixMilli() <= 0 {
 		return c, invalid("end_at", "%s is not after 1970-01-01", s.EndAt.Format(time.RFC3339Nano))
 	}
-	if !s.EndAt.IsZero() && !s.StartAt.IsZero() && !s.EndAt.After(s.StartAt) {
-		return c, invalid("end_at", "%s is not after start_at %s", s.EndAt.Format(time.RFC3339Nano), s.StartAt.Format(time.RFC3339Nano))
+	// Ticks are whole seconds.
+	start := ceilSecond(s.StartAt)
+	if !s.EndAt.IsZero() && !start.IsZero() && !s.EndAt.After(start) {
+		return c, invalid("end_at", "%s is not after start_at %s", s.EndAt.Format(time.RFC3339Nano), start.Format(time.RFC3339Nano))
 	}
 	switch s.Missed {
 	case "":
@@ -149,9 +164,9 @@ func (s ScheduleSpec) timing(created time.Time) (compiled, error) {
 	default:
 		return c, invalid("missed", "%q is not %q or %q", s.Missed, MissedLatest, MissedSkip)
 	}
-	c.ticks = ticker{cron: when, every: every, start: s.StartAt, end: s.EndAt}
+	c.ticks = ticker{cron: when, every: every, start: start, end: s.EndAt}
 	if every > 0 {
-		c.ticks.first = s.StartAt
+		c.ticks.first = start
 		if c.ticks.first.IsZero() {
 			c.ticks.first = created.Truncate(time.Second).Add(every)
 		}
@@ -159,6 +174,14 @@ func (s ScheduleSpec) timing(created time.Time) (compiled, error) {
 		return c, invalid("cron", "%q never ticks", s.Cron)
 	}
 	return c, nil
+}
+
+// ceilSecond returns t rounded up to a whole second; the zero time stays zero.
+func ceilSecond(t time.Time) time.Time {
+	if s := t.Truncate(time.Second); !s.Equal(t) {
+		return s.Add(time.Second)
+	}
+	return t
 }
 
 // template validates the job template and converts it into the store's units.

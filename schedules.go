@@ -295,7 +295,7 @@ func newScheduleRecord(s ScheduleSpec, job store.NewJob) scheduleRecord {
 		Headers: job.Headers,
 	}
 	if !s.StartAt.IsZero() {
-		r.StartAtMs = ceilUnixMs(s.StartAt)
+		r.StartAtMs = ceilSecond(s.StartAt).UnixMilli()
 	}
 	if !s.EndAt.IsZero() {
 		r.EndAtMs = s.EndAt.UnixMilli()

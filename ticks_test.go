@@ -135,6 +135,29 @@ func TestTicksOfALongInterval(t *testing.T) {
 	}
 }
 
+// Ticks are whole seconds: a StartAt within a second is rounded up to the next one, for the
+// ticks and for the schedule as stored.
+func TestStartAtWithinASecondRoundsUp(t *testing.T) {
+	t.Parallel()
+	k := mustTicker(t, ScheduleSpec{Cron: "@every 1s", StartAt: utc("2026-06-01T08:00:00.001Z")}, utc("2026-05-01T00:00:00Z"))
+	want := utcs("2026-06-01T08:00:01Z", "2026-06-01T08:00:02Z")
+	if diff := cmp.Diff(want, k.upcoming(utc("2026-05-01T00:00:00Z"), 2)); diff != "" {
+		t.Fatalf("ticks (-want +got):\n%s", diff)
+	}
+	k = mustTicker(t, ScheduleSpec{Cron: "* * * * *", StartAt: utc("2026-06-01T08:00:00.500Z")}, utc("2026-05-01T00:00:00Z"))
+	if got := k.next(utc("2026-05-01T00:00:00Z")); !got.Equal(utc("2026-06-01T08:01:00Z")) {
+		t.Fatalf("a calendar schedule's first tick %v, want 08:01:00", got)
+	}
+
+	c, _ := newTestClient(t, Config{})
+	start := time.Now().UTC().Truncate(time.Second).Add(time.Hour + 500*time.Millisecond)
+	sch := mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1m", Topic: "t", StartAt: start})
+	rounded := start.Truncate(time.Second).Add(time.Second)
+	if !sch.Spec.StartAt.Equal(rounded) || !sch.NextRuns[0].Equal(rounded) {
+		t.Fatalf("StartAt %v, next runs %v; want both from %v", sch.Spec.StartAt, sch.NextRuns, rounded)
+	}
+}
+
 func TestStartAndEndBoundACalendarSchedule(t *testing.T) {
 	t.Parallel()
 	k := mustTicker(t, ScheduleSpec{Cron: "0 * * * *", StartAt: utc("2026-06-01T08:00:00Z"), EndAt: utc("2026-06-01T09:59:00Z")}, utc("2026-01-01T00:00:00Z"))
@@ -240,6 +263,17 @@ func TestScheduleValidation(t *testing.T) {
 		{"end before start", func(s *ScheduleSpec) {
 			s.StartAt, s.EndAt = utc("2026-06-01T00:00:00Z"), utc("2026-05-01T00:00:00Z")
 		}, "end_at", "not after start_at"},
+		{"end within a second of start", func(s *ScheduleSpec) {
+			s.StartAt, s.EndAt = utc("2030-06-01T00:00:00.200Z"), utc("2030-06-01T00:00:00.700Z")
+		}, "end_at", "not after start_at 2030-06-01T00:00:01Z"},
+		{"end in the past", func(s *ScheduleSpec) { s.EndAt = time.Now().Add(-time.Hour) }, "end_at", "in the past"},
+		{"start and end in the past", func(s *ScheduleSpec) {
+			s.Cron, s.StartAt, s.EndAt = "@every 1s", time.Now().Add(-2*time.Hour), time.Now().Add(-time.Hour)
+		}, "end_at", "in the past"},
+		{"end before the first tick", func(s *ScheduleSpec) { s.Cron, s.EndAt = "@every 1h", time.Now().Add(time.Minute) }, "end_at", "before the first tick"},
+		{"end before a late start's first tick", func(s *ScheduleSpec) {
+			s.StartAt, s.EndAt = utc("2030-06-01T00:01:00Z"), utc("2030-06-01T00:04:00Z")
+		}, "end_at", "before the first tick"},
 		{"missed", func(s *ScheduleSpec) { s.Missed = "all" }, "missed", `"latest" or "skip"`},
 		{"start past the longest delay", func(s *ScheduleSpec) { s.StartAt = time.Now().AddDate(11, 0, 0) }, "start_at", "ahead"},
 	} {

@@ -232,6 +232,8 @@ var badCases = []badCase{
 	{"schedule interval over ten years", "PUT", "/v1/schedules/s", "", `{"cron": "@every 1000000h", "topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
 	{"schedule start_at in the year 9999", "PUT", "/v1/schedules/s", "", `{"cron": "@every 1s", "topic": "t", "start_at": "9999-12-31T23:59:59Z"}`, false, 400, codeInvalid, "invalid start_at"},
 	{"schedule cron never ticks", "PUT", "/v1/schedules/s", "", `{"cron": "0 0 30 2 *", "topic": "t"}`, false, 400, codeInvalid, "never ticks"},
+	{"schedule end_at in the past", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "end_at": "2001-01-01T00:00:00Z"}`, false, 400, codeInvalid, "in the past"},
+	{"schedule end_at before the first tick", "PUT", "/v1/schedules/s", "", `{"cron": "0 0 1 1 *", "topic": "t", "start_at": "2030-01-01T00:00:01Z", "end_at": "2030-06-01T00:00:00Z"}`, false, 400, codeInvalid, "before the first tick"},
 	{"schedule unknown time zone", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "timezone": "Mars/Olympus", "topic": "t"}`, false, 400, codeInvalid, "invalid timezone"},
 	{"schedule without cron", "PUT", "/v1/schedules/s", "", `{"topic": "t"}`, false, 400, codeInvalid, "invalid cron"},
 	{"schedule without topic", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly"}`, false, 400, codeInvalid, "invalid topic"},

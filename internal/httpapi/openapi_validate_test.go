@@ -66,6 +66,8 @@ var beyondSchema = map[string]string{
 	"schedule interval under 1 s":                     "a cron expression's meaning is not a schema's",
 	"schedule interval in part seconds":               "a cron expression's meaning is not a schema's",
 	"schedule cron never ticks":                       "a cron expression's meaning is not a schema's",
+	"schedule end_at in the past":                     "a time's relation to now is not a schema's",
+	"schedule end_at before the first tick":           "a cron expression's meaning is not a schema's",
 	"schedule interval over ten years":                "a cron expression's meaning is not a schema's",
 	"schedule start_at in the year 9999":              "a time's range is not a schema's",
 	"schedule unknown time zone":                      "the time zone database",
