@@ -96,6 +96,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"schedulePath":   schedulePath,
 	"scheduleArgs":   scheduleArgs,
 	"scheduleAction": scheduleActionArgs,
+	"tickTime":       tickTime,
 	"age":            age,
 	"bytes":          humanBytes,
 	"count":          stateCount,

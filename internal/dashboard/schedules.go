@@ -3,9 +3,13 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"html"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiv1"
@@ -100,3 +104,48 @@ func (d *Dashboard) scheduleAction(w http.ResponseWriter, r *http.Request, v *vi
 }
 
 func schedulePath(name string) string { return "/schedules/" + url.PathEscape(name) }
+
+// tickTime writes a time of a schedule (t an apiv1.Time or a *apiv1.Time) in UTC, as every
+// time of the dashboard, and beside it as the wall clock reads it in the schedule's time zone
+// tz, unless that is UTC: "2026-11-22T01:30:00.000Z (02:30:00 CET, Nov 22)".
+func tickTime(t any, tz string) template.HTML {
+	var at time.Time
+	switch v := t.(type) {
+	case apiv1.Time:
+		at = v.Time
+	case *apiv1.Time:
+		if v == nil {
+			return ""
+		}
+		at = v.Time
+	default:
+		return template.HTML(html.EscapeString(fmt.Sprint(t)))
+	}
+	utc := html.EscapeString(apiv1.FormatTime(at))
+	loc := zone(tz)
+	if loc == nil {
+		return template.HTML(utc)
+	}
+	local := at.In(loc)
+	return template.HTML(fmt.Sprintf(`%s <span class="zone" title="%s">(%s)</span>`, utc,
+		html.EscapeString(tz), html.EscapeString(local.Format("15:04:05 MST, Jan 2"))))
+}
+
+// zones are the time zones of schedules, loaded once.
+var zones sync.Map // name -> *time.Location, nil for UTC or unknown
+
+// zone returns time zone tz, or nil for UTC or a zone this process does not know.
+func zone(tz string) *time.Location {
+	if tz == "" || tz == "UTC" {
+		return nil
+	}
+	if loc, ok := zones.Load(tz); ok {
+		return loc.(*time.Location)
+	}
+	loc, err := time.LoadLocation(tz)
+	if err != nil || loc == time.UTC {
+		loc = nil
+	}
+	zones.Store(tz, loc)
+	return loc
+}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/delayq/delayq"
 )
@@ -60,8 +61,14 @@ func TestSchedulesPages(t *testing.T) {
 			t.Errorf("the schedule's page lacks %q", want)
 		}
 	}
-	if runs := regexpFind(t, page.body, `(?s)id="next-runs">(.*?)</dd>`); strings.Count(runs, ":30:00") != 5 {
-		t.Errorf("next runs: %s", runs)
+	if runs := regexpFind(t, page.body, `(?s)id="next-runs">(.*?)</dd>`); strings.Count(runs, ":30:00") != 10 || strings.Count(runs, "(02:30:00 CE") != 5 {
+		t.Errorf("next runs, in UTC and at 02:30 in Berlin: %s", runs)
+	}
+	if row := regexpFind(t, list, `(?s)<tr data-schedule="nightly-report">(.*?)</tr>`); !strings.Contains(row, "(02:30:00 CE") {
+		t.Errorf("the list shows the next runs of nightly-report without Berlin's time: %s", row)
+	}
+	if row := regexpFind(t, list, `(?s)<tr data-schedule="heartbeat">(.*?)</tr>`); strings.Contains(row, `class="zone"`) {
+		t.Errorf("the list shows a UTC schedule's times twice: %s", row)
 	}
 	wantStatus(t, "a missing schedule", s.get("/schedules/nope"), http.StatusNotFound)
 }
@@ -123,4 +130,41 @@ func TestReadOnlyHidesAndRefusesScheduleActions(t *testing.T) {
 	if s.paused("hourly") {
 		t.Error("a read-only dashboard paused the schedule")
 	}
+}
+
+// A schedule's page shows its start and end, and its last tick, in its time zone beside UTC,
+// and how many of its ticks found their id taken.
+func TestSchedulePageShowsItsZoneAndSkippedTicks(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	start := time.Now().UTC().Truncate(time.Second).Add(time.Second)
+	for i := range 10 {
+		tk := start.Add(time.Duration(i) * time.Second)
+		if _, err := s.client.Enqueue(t.Context(), "t", delayq.Spec{ID: delayq.TickID("taken", tk), RunAt: tk}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.putSchedule("taken", delayq.ScheduleSpec{Cron: "@every 1s", Topic: "t", TimeZone: "Asia/Kolkata",
+		StartAt: start, EndAt: start.Add(24 * time.Hour)})
+	page := s.get("/schedules/taken")
+	wantStatus(t, "the schedule's page", page, http.StatusOK)
+	kolkata := start.In(mustZone(t, "Asia/Kolkata")).Format("15:04:05 MST")
+	if got := regexpFind(t, page.body, `(?s)id="start-at">(.*?)</dd>`); !strings.Contains(got, start.Format("2006-01-02T15:04:05.000Z")) || !strings.Contains(got, "("+kolkata) {
+		t.Errorf("start: %s; want %s in UTC and %s in Kolkata", got, start, kolkata)
+	}
+	if got := regexpFind(t, page.body, `(?s)id="end-at">(.*?)</dd>`); !strings.Contains(got, `class="zone"`) {
+		t.Errorf("end: %s; want Kolkata's time too", got)
+	}
+	if got := regexpFind(t, page.body, `(?s)id="skipped-ticks">(.*?)</dd>`); got == "" || got[0] == '0' {
+		t.Errorf("skipped ticks: %q; want the put's first ticks counted", got)
+	}
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
 }
