@@ -15,14 +15,18 @@ import (
 // Schedules enqueue one job per tick with no leader among the servers that run them: a tick's
 // job has a deterministic id (TickID), and is enqueued by a script that marks the tick in the
 // job's partition and refuses a tick marked there before (see tick.lua). Any number of
-// Schedulers, and the calls below, may try the same tick; one job comes of it.
+// Schedulers, and the calls below, may try the same tick; one job comes of it. The marks see
+// one topic's partitions only: across a delete and a new put of the name, or a replace in
+// another topic, the schedule's own state keeps the horizon of its looks, and the new
+// definition ticks after it (schedule_look.lua, schedule_delete.lua, schedule_put.lua).
 
 // defaultLookahead is how far ahead ticks are enqueued: SchedulerConfig.Lookahead's default,
 // and what PutSchedule and ResumeSchedule enqueue themselves.
 const defaultLookahead = 3 * time.Second
 
 // PutSchedule creates schedule name, or replaces its definition, and reports whether it created
-// it. A new schedule first ticks after it was created. A replaced one keeps its pause and its
+// it. A new schedule first ticks after it was created, and after the ticks of a schedule of the
+// name deleted just before (see DeleteSchedule). A replaced one keeps its pause and its
 // last tick, and the jobs of ticks enqueued already stay as they are: the new definition
 // applies from the first tick after now not yet enqueued (ticks are enqueued a few seconds
 // ahead of time); its ticks before the replace are not missed ones. PutSchedule then enqueues
@@ -88,7 +92,8 @@ func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
 
 // DeleteSchedule deletes schedule name, or answers a NotFoundError. The jobs of ticks enqueued
 // already (those due within the next few seconds) stay, like any job: cancel them by their
-// TickID if they must not run.
+// TickID if they must not run. A schedule put again under the name, in any topic, ticks after
+// them and after every tick a look under way at the delete may still enqueue.
 func (c *Client) DeleteSchedule(ctx context.Context, name string) error {
 	if err := ValidateScheduleName(name); err != nil {
 		return err
