@@ -451,20 +451,6 @@ func TestStats(t *testing.T) {
 	}
 }
 
-func TestStatsOldestReady(t *testing.T) {
-	t.Parallel()
-	c, _ := newTestClient(t, Config{})
-	ctx := testContext(t)
-	old := time.Now().Add(-time.Minute).Truncate(time.Millisecond) // due times are whole ms
-	mustEnqueue(t, c, "t", Spec{ID: "hi", Priority: 9})
-	mustEnqueue(t, c, "t", Spec{ID: "old-low", Priority: -9, RunAt: old})
-	c.Reserve(ctx, "t", ReserveOptions{Max: 1}) // promotes both, takes "hi"
-	s, _ := c.Stats(ctx, "t")
-	if s.OldestReady < 59*time.Second || s.OldestReady > 2*time.Minute || !s.NextRunAt.Equal(old.UTC()) {
-		t.Errorf("oldest ready %v, next run at %v; want about 1m, %v", s.OldestReady, s.NextRunAt, old)
-	}
-}
-
 func TestScriptCacheFlushIsInvisible(t *testing.T) {
 	t.Parallel()
 	c, rdb := newTestClient(t, Config{Partitions: 4})

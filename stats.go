@@ -19,7 +19,11 @@ type TopicStats struct {
 	Dead     int64
 	// NextRunAt is the earliest due time of a delayed or ready job; zero when there is none.
 	NextRunAt time.Time
-	// OldestReady is how long the oldest ready job has waited; zero when none waits.
+	// OldestReady is how long the oldest ready job has waited; zero when none waits. A job
+	// waits from its due time, or from its enqueue when it was enqueued with a due time already
+	// past (Spec.RunAt in the past): from max(RunAt, CreatedAt). Behind a topic's first job
+	// enqueued with a past due time, the search reads at most 64 more such jobs per priority
+	// and partition, so a longer run of them can hide an older job behind it.
 	OldestReady time.Duration
 	// Paused tells whether the topic is paused (PauseTopic); should a pause or resume have
 	// reached only some partitions (a call that failed part-way), whether any of them is.

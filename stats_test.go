@@ -39,3 +39,60 @@ func TestTopicsMatchesStatsOverManyRoundTrips(t *testing.T) {
 		}
 	}
 }
+
+// A job's wait counts from when it became ready: its due time, or its enqueue when it was
+// enqueued with a due time already past. The stats read it while the job is still in the
+// delayed set (nobody has reserved from the topic) and again once a reserve has promoted it.
+func TestStatsOldestReady(t *testing.T) {
+	t.Parallel()
+	past := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		enqueue  func(t *testing.T, c *Client) // enqueues into topic "t"
+		min, max time.Duration
+	}{
+		{"a job due in the past counts from its enqueue", func(t *testing.T, c *Client) {
+			mustEnqueue(t, c, "t", Spec{ID: "late", RunAt: past})
+		}, 0, 10 * time.Second},
+		{"a job due in the past waits from its enqueue on", func(t *testing.T, c *Client) {
+			mustEnqueue(t, c, "t", Spec{ID: "late", RunAt: past})
+			advance(c, time.Minute)
+		}, 59 * time.Second, 2 * time.Minute},
+		{"the oldest job is found behind one due earlier but enqueued later", func(t *testing.T, c *Client) {
+			mustEnqueue(t, c, "t", Spec{ID: "waiting"})
+			advance(c, time.Minute)
+			for i := range 3 {
+				mustEnqueue(t, c, "t", Spec{ID: fmt.Sprint("late-", i), RunAt: past.Add(time.Duration(i) * time.Hour)})
+			}
+		}, 59 * time.Second, 2 * time.Minute},
+		{"the oldest job has the lowest priority", func(t *testing.T, c *Client) {
+			mustEnqueue(t, c, "t", Spec{ID: "old-low", Priority: -9})
+			advance(c, time.Minute)
+			mustEnqueue(t, c, "t", Spec{ID: "hi", Priority: 9})
+			mustEnqueue(t, c, "t", Spec{ID: "hi-late", Priority: 9, RunAt: past})
+		}, 59 * time.Second, 2 * time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			tc.enqueue(t, c)
+			check := func(where string) {
+				t.Helper()
+				s, err := c.Stats(ctx, "t")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.OldestReady < tc.min || s.OldestReady >= tc.max {
+					t.Errorf("%s: oldest ready %v, want within [%v, %v)", where, s.OldestReady, tc.min, tc.max)
+				}
+			}
+			check("due jobs not yet promoted")
+			mustEnqueue(t, c, "t", Spec{ID: "taken", Priority: 1000})
+			if jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 1}); err != nil || len(jobs) != 1 || jobs[0].ID != "taken" {
+				t.Fatalf("Reserve = %v, %v; want the job taken", jobs, err)
+			}
+			check("due jobs promoted by a reserve")
+		})
+	}
+}

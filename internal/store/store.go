@@ -397,7 +397,7 @@ func (s *Store) Get(ctx context.Context, p keys.Partition, id string) (Record, e
 type Counts struct {
 	NowMs, Delayed, Ready, Reserved, Dead int64
 	EarliestMs                            int64 // earliest pending due time; -1 for none
-	OldestReadyMs                         int64 // earliest due time among ready jobs; -1 for none
+	OldestReadyMs                         int64 // when the oldest ready job became ready (Unix ms); -1 for none
 	Paused                                bool  // the partition hands out nothing (SetPaused)
 	Limits                                Limits
 	LeasesExpired                         int64 // leases expired in the partition so far
