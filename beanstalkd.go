@@ -2,7 +2,6 @@ package delayq
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/delayq/delayq/internal/clienthooks"
@@ -16,9 +15,6 @@ import (
 // job whose TTR passes is ready again at once); TTRs and delays up to 2^32-1 s, beyond
 // Limits; a release with a delay and a new priority; a
 // bury with a new priority; a reserve of one job by id. It reaches them through clienthooks, set here.
-
-// foreverRetries is the retry limit of a beanstalkd job: more than a job can use up.
-const foreverRetries = math.MaxInt32
 
 func init() {
 	clienthooks.EnqueueRanked = func(ctx context.Context, client any, topic string, r clienthooks.RankedJob) error {
@@ -34,7 +30,7 @@ func init() {
 		// client's TTR and delay are kept as it gave them.
 		j.DelayMs, j.TTRMs = ceilMs(r.Delay), max(r.TTR, c.cfg.Limits.MinTTR).Milliseconds()
 		j.Priority = store.RankBase + int(r.Pri)
-		j.MaxRetries, j.BackoffMs = foreverRetries, []int64{0}
+		j.MaxRetries, j.BackoffMs = NoRetryLimit, []int64{0}
 		ctx, span := c.trace.Start(ctx, tracing.Send, topic)
 		_, err = c.enqueueJob(ctx, topic, j, false)
 		tracing.End(span, err)

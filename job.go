@@ -1,6 +1,7 @@
 package delayq
 
 import (
+	"math"
 	"net/url"
 	"time"
 	"unicode"
@@ -84,6 +85,11 @@ type Job struct {
 	// its like by id. Nil for other jobs. Priority is then 0.
 	BeanstalkdPriority *uint32
 }
+
+// NoRetryLimit is the MaxRetries of a job without a retry limit: a job put through the
+// beanstalkd front end (docs/beanstalkd.md), which its failures never make dead. A Spec's
+// MaxRetries stays within Limits.MaxRetries, far below it.
+const NoRetryLimit = math.MaxInt32
 
 // Lease is the lease of a job that Reserve returned, for Ack, Nack, Touch and Release.
 func (j *Job) Lease() Lease { return Lease{Topic: j.Topic, ID: j.ID, Token: j.LeaseToken} }

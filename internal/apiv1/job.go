@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+
+	"github.com/delayq/delayq"
 )
 
 // Job is a job as the API returns it: from an enqueue, a get, a reserve or a listing.
@@ -19,7 +21,8 @@ type Job struct {
 	RunAt      Time    `json:"run_at"`
 	CreatedAt  Time    `json:"created_at"`
 	// Attempts counts the deliveries so far.
-	Attempts   int   `json:"attempts"`
+	Attempts int `json:"attempts"`
+	// MaxRetries is 2147483647 (delayq.NoRetryLimit) for a job without a retry limit.
 	MaxRetries int   `json:"max_retries"`
 	TTRMs      int64 `json:"ttr_ms"`
 	// BackoffMs is the job's retry schedule, the default one included (an extension); the
@@ -39,6 +42,10 @@ type Job struct {
 	// Headers are the job's headers, names in lower case (an extension); absent when none.
 	Headers map[string]string `json:"headers,omitempty"`
 }
+
+// NoRetryLimit tells whether the job has no retry limit: a job put over the beanstalkd
+// protocol, whose max_retries is 2147483647 (delayq.NoRetryLimit).
+func (j *Job) NoRetryLimit() bool { return j.MaxRetries == delayq.NoRetryLimit }
 
 // Payload returns the job's body bytes: the JSON text, or the decoded binary payload.
 func (j *Job) Payload() ([]byte, error) {

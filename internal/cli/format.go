@@ -35,7 +35,11 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	row("run_at", j.RunAt.String())
 	row("created_at", j.CreatedAt.String())
 	row("attempts", strconv.Itoa(j.Attempts))
-	row("max_retries", strconv.Itoa(j.MaxRetries))
+	if j.NoRetryLimit() {
+		row("max_retries", "no limit")
+	} else {
+		row("max_retries", strconv.Itoa(j.MaxRetries))
+	}
 	row("ttr", msDuration(j.TTRMs))
 	row("priority", strconv.Itoa(j.Priority))
 	if j.BeanstalkdPriority != nil {

@@ -139,6 +139,26 @@ func TestJobPageShowsABeanstalkdPriority(t *testing.T) {
 	}
 }
 
+// A job put over the beanstalkd protocol has no retry limit, and its page says so rather than
+// counting its attempts against a limit of 2^31-1.
+func TestJobPageShowsNoRetryLimitForABeanstalkdJob(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	if err := clienthooks.EnqueueRanked(context.Background(), s.client, "tube", clienthooks.RankedJob{
+		ID: "00000000000000000001", Body: []byte("x"), Pri: 10, TTR: time.Minute,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.enqueue("tube", delayq.Spec{ID: "http", Body: []byte("y"), MaxRetries: 3})
+	a := s.get("/topics/tube/jobs/00000000000000000001")
+	if !strings.Contains(a.body, "<dt>Attempts</dt><dd>0, no retry limit</dd>") || strings.Contains(a.body, "2147483647") {
+		t.Errorf("the beanstalkd job's page does not say it has no retry limit:\n%s", a.body)
+	}
+	if a := s.get("/topics/tube/jobs/http"); !strings.Contains(a.body, "<dt>Attempts</dt><dd>0 of 3 retries + 1</dd>") {
+		t.Errorf("the page of a job with a retry limit does not count against it:\n%s", a.body)
+	}
+}
+
 func TestAssetsAreCached(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, nil)
