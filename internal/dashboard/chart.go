@@ -10,6 +10,7 @@ import (
 // series over the last historySpan, newest on the right.
 type chart struct {
 	Title string
+	Note  string // a line under the chart on what it measures; may be empty
 	Top   string // the value at the top of the chart, with its unit
 	Lines []chartLine
 	Steps int // steps sampled so far
@@ -103,7 +104,9 @@ func rateChart(title string, r rates, slots int) chart {
 
 // latenessChart charts the deliveries' lateness, in ms.
 func latenessChart(p50, p99 []float64, slots int) chart {
-	return newChart("Delivery lateness", " ms", 1000, slots, []series{{"p50", "c-p50", p50}, {"p99", "c-p99", p99}})
+	c := newChart("Delivery lateness", " ms", 1000, slots, []series{{"p50", "c-p50", p50}, {"p99", "c-p99", p99}})
+	c.Note = "From when each job was due to when a consumer leased it, including the time it waited for a free consumer."
+	return c
 }
 
 // overallCharts are the overview's charts; nil without a history.

@@ -166,3 +166,26 @@ func TestPagesShowCharts(t *testing.T) {
 		}
 	}
 }
+
+// Where the dashboard shows lateness it says that lateness includes the time a due job waited
+// for a free consumer: a topic with too few consumers looks late, however punctual delayq is.
+func TestLatenessSaysItIncludesWaitingForAConsumer(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	s := newSite(t, func(c *Config) { c.Gatherer = reg })
+	s.enqueue("t", delayq.Spec{})
+	now := time.Now()
+	s.dash.hist.sample(now)
+	m.ObserveLateness("t", "pull", 1500*time.Microsecond)
+	s.dash.hist.sample(now.Add(10 * time.Second))
+	a := s.get("/")
+	for _, want := range []string{
+		`<p class="hint" id="lateness-note">Late: from when a job was due to when a consumer leased it, so it includes the time the job waited for a free consumer`,
+		`<p class="hint chart-note">From when each job was due to when a consumer leased it, including the time it waited for a free consumer.</p>`,
+	} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("the overview lacks %q:\n%s", want, a.body)
+		}
+	}
+}
