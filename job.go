@@ -38,7 +38,9 @@ const (
 )
 
 // DefaultBackoff returns the delay before each retry of a job that names no backoff: retry n
-// waits element n-1, and the last element repeats. Each call returns a new slice.
+// waits element n-1, and the last element repeats. Each call returns a new slice. Its eight
+// steps outnumber DefaultMaxRetries (5): a default job uses the first five, up to 1h, and a job
+// with MaxRetries 8 all of them, up to 15h (docs/consumers.md, "Retries").
 func DefaultBackoff() []time.Duration {
 	return []time.Duration{
 		15 * time.Second, 3 * time.Minute, 10 * time.Minute, 30 * time.Minute,

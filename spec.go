@@ -22,7 +22,10 @@ type Spec struct {
 	// TTR is the lease length once reserved. Defaults to 30s.
 	TTR time.Duration
 	// MaxRetries is the number of retries after the first attempt before the job goes dead.
-	// Zero means DefaultMaxRetries; set NoRetries for none.
+	// Zero means DefaultMaxRetries (5); set NoRetries for none. With DefaultBackoff, the five
+	// default retries wait 15s, 3m, 10m, 30m and 1h, so a job that keeps failing is dead about
+	// 1h43m after its first failure; MaxRetries 8 uses the whole list, up to 15h
+	// (docs/consumers.md, "Retries").
 	MaxRetries int
 	// NoRetries sends the job to the dead letters after its first failed attempt. MaxRetries
 	// must then be zero.
