@@ -43,6 +43,8 @@ is given); the other commands call a running server's API.`),
 		},
 	}
 	root.CompletionOptions.HiddenDefaultCmd = true
+	root.Version = version()
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
@@ -65,6 +67,7 @@ is given); the other commands call a running server's API.`),
 		newHistoryCmd(),
 		newScheduleCmd(),
 		newWebhookSecretCmd(),
+		newVersionCmd(),
 		bench.Command(),
 	)
 	return root
