@@ -23,6 +23,22 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	}
 }
 
+// GET / is the dashboard of delayq server, and the document says so.
+func TestOpenAPIDescribesTheDashboardAtRoot(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromData(openAPIDoc)
+	if err != nil {
+		t.Fatalf("loading openapi.json: %v", err)
+	}
+	root := doc.Paths.Find("/")
+	if root == nil || root.Get == nil {
+		t.Fatal("the document has no GET /")
+	}
+	if s := root.Get.Summary; !strings.Contains(s, "web dashboard") || strings.Contains(s, "later") {
+		t.Errorf("GET / summary = %q, want it to describe the web dashboard as served", s)
+	}
+}
+
 // beyondSchema has the bad requests that the document accepts, and why: the server refuses
 // them for what no schema can say, or what kin-openapi does not check.
 var beyondSchema = map[string]string{

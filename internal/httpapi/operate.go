@@ -20,7 +20,8 @@ var openAPIDoc []byte
 // readyTimeout bounds the store check of /readyz.
 const readyTimeout = time.Second
 
-// rootPage is served at / until the dashboard replaces it. With tokens set, it links only to
+// rootPage is served at / by the API handler alone; delayq server mounts the dashboard
+// (internal/dashboard) over it. With tokens set, it links only to
 // what a browser can open without one, and says how to send a token to the rest.
 var rootPage = template.Must(template.New("root").Parse(`<!doctype html>
 <html lang="en">
