@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -103,6 +104,12 @@ func newTopicDeleteCmd() *cobra.Command {
 		ctx, cancel := out.bound(ctx, 0)
 		defer cancel()
 		n, err := c.DeleteTopic(ctx, args[0], purge)
+		var ae *apiclient.Error
+		if !purge && errors.As(err, &ae) && ae.Code == "failed_precondition" {
+			// The server's message names the HTTP way to purge; here it is a flag.
+			msg := strings.TrimSuffix(ae.Message, " (?purge=true)") + " (--purge deletes them with the topic)"
+			return &apiclient.Error{Status: ae.Status, Code: ae.Code, Message: msg}
+		}
 		if err != nil {
 			return err
 		}

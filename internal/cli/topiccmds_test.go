@@ -49,6 +49,9 @@ func TestTopicCommands(t *testing.T) {
 
 	_, err = s.run(t, "topic", "delete", "sms")
 	wantErr(t, err, "failed_precondition")
+	if msg := err.Error(); !strings.Contains(msg, "--purge") || strings.Contains(msg, "?purge=true") {
+		t.Errorf("topic delete of a topic with jobs: %q, want it to suggest --purge", msg)
+	}
 	if out := s.must(t, "topic", "delete", "sms", "--purge"); !strings.Contains(out, "deleted topic sms and 2 jobs") {
 		t.Errorf("topic delete --purge printed %q", out)
 	}
