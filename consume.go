@@ -75,6 +75,11 @@ const DefaultReserveBytes = 16 << 20
 // Touch or Release, and counts one more attempt. It returns no jobs and no error when none came
 // due in time. When ctx ends while jobs are being leased, they are put back at once, their
 // attempt not counted, and Reserve returns ctx's error: a job is never leased to nobody.
+//
+// A topic that does not exist (nothing was ever enqueued to it, or it was deleted) is no error:
+// Reserve waits on it as on an empty topic, without creating it, and returns the first job
+// enqueued to it meanwhile, so that consumers may start before their producers. TopicExists
+// tells such a topic, a misspelt name say, from an empty one.
 func (c *Client) Reserve(ctx context.Context, topic string, o ReserveOptions) ([]*Job, error) {
 	if err := o.Validate(c.cfg.Limits); err != nil {
 		return nil, err

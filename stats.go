@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -45,6 +46,20 @@ func (c *Client) Stats(ctx context.Context, topic string) (*TopicStats, error) {
 		return nil, err
 	}
 	return c.stats(ctx, topic, n)
+}
+
+// TopicExists reports whether topic exists: a job was enqueued to it (a schedule's tick
+// included), or PauseTopic or SetTopicLimits made it, and it was not deleted since. It asks Redis every time, in one round trip,
+// and creates nothing. Reserve on a topic that does not exist waits as on an empty one.
+func (c *Client) TopicExists(ctx context.Context, topic string) (bool, error) {
+	if err := ValidateTopic(topic); err != nil {
+		return false, err
+	}
+	_, err := c.store.TopicPartitions(ctx, topic)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (c *Client) stats(ctx context.Context, topic string, n int) (*TopicStats, error) {

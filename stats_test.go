@@ -1,6 +1,7 @@
 package delayq
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -94,5 +95,42 @@ func TestStatsOldestReady(t *testing.T) {
 			}
 			check("due jobs promoted by a reserve")
 		})
+	}
+}
+
+func TestTopicExists(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	exists := func(topic string) bool {
+		t.Helper()
+		ok, err := c.TopicExists(ctx, topic)
+		if err != nil {
+			t.Fatalf("TopicExists(%q): %v", topic, err)
+		}
+		return ok
+	}
+	if exists("orders") {
+		t.Error("a topic nothing was enqueued to exists")
+	}
+	// A reserve on it waits as on an empty topic, and neither it nor the look creates it.
+	if jobs, err := c.Reserve(ctx, "orders", ReserveOptions{Wait: 10 * time.Millisecond}); err != nil || len(jobs) != 0 {
+		t.Fatalf("Reserve of a topic that does not exist = %v, %v; want no jobs, no error", jobs, err)
+	}
+	if exists("orders") {
+		t.Error("a reserve created the topic")
+	}
+	mustEnqueue(t, c, "orders", Spec{ID: "j"})
+	if !exists("orders") {
+		t.Error("a topic with a job does not exist")
+	}
+	if _, err := c.DeleteTopic(ctx, "orders", DeleteTopicOptions{Purge: true}); err != nil {
+		t.Fatal(err)
+	}
+	if exists("orders") {
+		t.Error("a deleted topic exists")
+	}
+	if _, err := c.TopicExists(ctx, "no spaces"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("TopicExists of a bad name = %v, want ErrInvalid", err)
 	}
 }

@@ -156,11 +156,21 @@ func (c *Client) RescheduleAt(ctx context.Context, topic, id string, t time.Time
 
 // Reserve leases up to r.Max due jobs of topic, waiting up to r.Wait for one.
 func (c *Client) Reserve(ctx context.Context, topic string, r ReserveRequest) ([]*apiv1.Job, error) {
+	out, err := c.ReserveAnswer(ctx, topic, r)
+	if err != nil {
+		return nil, err
+	}
+	return out.Jobs, nil
+}
+
+// ReserveAnswer is Reserve with the whole answer, which also tells when the topic does not
+// exist (TopicExists).
+func (c *Client) ReserveAnswer(ctx context.Context, topic string, r ReserveRequest) (*apiv1.ReserveResponse, error) {
 	var out apiv1.ReserveResponse
 	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "reserve"), r.wire(), &out); err != nil {
 		return nil, err
 	}
-	return out.Jobs, nil
+	return &out, nil
 }
 
 // Ack marks a reserved job done.

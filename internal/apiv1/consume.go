@@ -15,7 +15,15 @@ type ReserveRequest struct {
 // ReserveResponse is the answer to a reserve: the leased jobs, each with its Lease; never null.
 type ReserveResponse struct {
 	Jobs []*Job `json:"jobs"`
+	// TopicExists (an extension) is false when the answer is empty because the topic does not
+	// exist: nothing was ever enqueued to it, or it was deleted. Absent otherwise. The header
+	// TopicExistsHeader says the same on every answer that knows it.
+	TopicExists *bool `json:"topic_exists,omitempty"`
 }
+
+// TopicExistsHeader is the reserve answer's header that says whether the topic exists: "true"
+// or "false"; absent when the server could not tell.
+const TopicExistsHeader = "Delayq-Topic-Exists"
 
 // LeaseRequest is the body of an ack or a release.
 type LeaseRequest struct {

@@ -222,6 +222,32 @@ func TestConsumeCommands(t *testing.T) {
 	}
 }
 
+// delayq reserve of a topic that does not exist warns on standard error, and its --json
+// output says topic_exists false; the topic is not created.
+func TestReserveWarnsOfATopicThatDoesNotExist(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	for _, args := range [][]string{{"reserve", "typo"}, {"reserve", "typo", "--wait", "50ms", "--json"}} {
+		stdout, stderr, err := runCLIFull(t, nil, append(args, "--server", s.URL)...)
+		if err != nil {
+			t.Fatalf("delayq %s: %v", strings.Join(args, " "), err)
+		}
+		if !strings.Contains(stderr, `warning: topic "typo" does not exist`) {
+			t.Errorf("delayq %s: standard error %q, want a warning that the topic does not exist", strings.Join(args, " "), stderr)
+		}
+		if args[len(args)-1] == "--json" && strings.TrimSpace(stdout) != `{"jobs":[],"topic_exists":false}` {
+			t.Errorf("delayq %s printed %q", strings.Join(args, " "), stdout)
+		}
+	}
+	if _, err := s.run(t, "stats", "typo"); err == nil || !strings.HasPrefix(err.Error(), "not_found: ") {
+		t.Errorf("stats after reserving from a topic that does not exist: %v, want not_found", err)
+	}
+	s.must(t, "enqueue", "mail", "--id", "later", "--delay", "1h")
+	if _, stderr, err := runCLIFull(t, nil, "reserve", "mail", "--server", s.URL); err != nil || stderr != "" {
+		t.Errorf("reserve of an existing empty topic: standard error %q, %v; want none", stderr, err)
+	}
+}
+
 func TestOperateCommands(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil)

@@ -18,7 +18,9 @@ func newReserveCmd() *cobra.Command {
 		Use:   "reserve <topic>",
 		Short: "Lease due jobs of a topic (pull consuming)",
 		Long: "Lease up to --max due jobs, highest priority first, waiting up to --wait for one to become due.\n" +
-			"Each comes with a lease to pass to ack, nack or touch before its deadline.",
+			"Each comes with a lease to pass to ack, nack or touch before its deadline.\n" +
+			"A topic that does not exist is waited on like an empty one, without being created, and a warning\n" +
+			"on standard error says it does not exist.",
 		Example: "  delayq reserve orders --max 10 --wait 30s",
 		Args:    cobra.ExactArgs(1),
 	}
@@ -28,14 +30,18 @@ func newReserveCmd() *cobra.Command {
 	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
 		ctx, cancel := out.bound(ctx, max(r.Wait, 0))
 		defer cancel()
-		jobs, err := c.Reserve(ctx, args[0], r)
+		answer, err := c.ReserveAnswer(ctx, args[0], r)
 		if err != nil {
 			return err
 		}
-		if jobs == nil {
-			jobs = []*apiv1.Job{}
+		if answer.TopicExists != nil && !*answer.TopicExists {
+			fmt.Fprintf(out.errw, "warning: topic %q does not exist: nothing was ever enqueued to it, or it was deleted (check the name; delayq topics lists them)\n", args[0])
 		}
-		return out.result(map[string]any{"jobs": jobs}, func(w io.Writer) {
+		if answer.Jobs == nil {
+			answer.Jobs = []*apiv1.Job{}
+		}
+		jobs := answer.Jobs
+		return out.result(answer, func(w io.Writer) {
 			if len(jobs) == 0 {
 				fmt.Fprintln(w, "no job is due")
 				return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/delayq/delayq"
@@ -57,13 +58,38 @@ func (a *api) reserve(w http.ResponseWriter, r *http.Request) error {
 		a.putBack(r, jobs)
 		jobs = nil
 	}
+	answer := apiv1.ReserveResponse{Jobs: apiv1.NewJobs(jobs, true)}
+	a.tellTopicExists(w, r, topic, &answer)
 	// Once the answer is written and flushed, a hang-up says nothing: one-shot clients (curl,
 	// Python's urllib) close the connection as soon as they have read it. Their jobs keep their
 	// leases; a client that really left before reading lets them expire after their TTR.
-	if err := a.writeJSONTo(w, http.StatusOK, apiv1.ReserveResponse{Jobs: apiv1.NewJobs(jobs, true)}); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil) {
+	if err := a.writeJSONTo(w, http.StatusOK, answer); len(jobs) > 0 && (err != nil || http.NewResponseController(w).Flush() != nil) {
 		a.putBack(r, jobs)
 	}
 	return nil
+}
+
+// tellTopicExists says in the reserve answer's header whether topic exists, and in its body
+// when it does not: a reserve on a misspelt topic would otherwise long-poll in silence. Only
+// an empty answer asks Redis (the topic's registry entry, one HGET), and the topic is never
+// created; when Redis does not answer, the header is left out.
+func (a *api) tellTopicExists(w http.ResponseWriter, r *http.Request, topic string, answer *apiv1.ReserveResponse) {
+	exists := len(answer.Jobs) > 0
+	if !exists {
+		if r.Context().Err() != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), a.timeout)
+		defer cancel()
+		var err error
+		if exists, err = a.c.TopicExists(ctx, topic); err != nil {
+			return
+		}
+	}
+	w.Header().Set(apiv1.TopicExistsHeader, strconv.FormatBool(exists))
+	if !exists {
+		answer.TopicExists = &exists
+	}
 }
 
 // reserveOptions reads q; the library checks the ranges. A count given as 0, which the library

@@ -15,6 +15,7 @@ import (
 
 	"github.com/delayq/delayq"
 
+	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -175,5 +176,39 @@ func countJobs(r io.Reader) (int, error) {
 		if err != nil {
 			return n, err
 		}
+	}
+}
+
+// A reserve on a topic that does not exist answers no jobs, as on an empty topic, and says so
+// in the Delayq-Topic-Exists header and the topic_exists field, without creating the topic.
+func TestReserveTellsWhetherTheTopicExists(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	type answer struct {
+		Jobs        []apiv1.Job `json:"jobs"`
+		TopicExists *bool       `json:"topic_exists"`
+	}
+	reserve := func(topic string, req map[string]any) (answer, string) {
+		t.Helper()
+		r := e.call("POST", "/v1/topics/"+topic+"/reserve", req).want(t, http.StatusOK)
+		return decode[answer](t, r), r.header.Get("Delayq-Topic-Exists")
+	}
+	for _, req := range []map[string]any{{}, {"wait_ms": 50}} {
+		a, header := reserve("no-such-topic", req)
+		if len(a.Jobs) != 0 || a.TopicExists == nil || *a.TopicExists || header != "false" {
+			t.Errorf("reserve %v of a topic that does not exist: %+v, Delayq-Topic-Exists %q; want no jobs, topic_exists false, header false", req, a, header)
+		}
+	}
+	e.call("GET", "/v1/topics/no-such-topic", nil).wantError(t, http.StatusNotFound, "not_found")
+
+	e.enqueue("orders", map[string]any{"id": "later", "delay_ms": 3600000})
+	a, header := reserve("orders", map[string]any{})
+	if len(a.Jobs) != 0 || a.TopicExists != nil || header != "true" {
+		t.Errorf("reserve of an existing empty topic: %+v, Delayq-Topic-Exists %q; want no jobs, no topic_exists, header true", a, header)
+	}
+	e.enqueue("orders", map[string]any{"id": "now"})
+	a, header = reserve("orders", map[string]any{})
+	if len(a.Jobs) != 1 || a.TopicExists != nil || header != "true" {
+		t.Errorf("reserve of a job: %+v, Delayq-Topic-Exists %q; want one job, no topic_exists, header true", a, header)
 	}
 }
