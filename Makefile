@@ -95,8 +95,9 @@ build:
 install:
 	$(GO) install ./cmd/delayq
 
-# Builds the Docker image (delayq:dev) and checks that it serves and stops cleanly. Without a
-# Docker daemon or access to the base images it says so and succeeds: CI runs it everywhere.
+# Builds the Docker image (delayq:dev) and checks that it serves and stops cleanly. Docker needs
+# a running daemon: without one that answers (or without access to the base images) it says so
+# plainly, builds nothing and succeeds, since CI runs it everywhere.
 docker:
 	@bash scripts/docker-build.sh
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make docker: builds the Docker image (Dockerfile) and checks that it serves and stops cleanly.
 #
-# It needs a docker command, a daemon that answers, and the base images of the Dockerfile
+# It needs a docker command, a running Docker daemon that answers, and the base images of the Dockerfile
 # (already present, or pulled from their registry). When any of them is missing — a machine
 # without Docker, or without access to Docker Hub — it says so and exits 0: that is no defect
 # of delayq and must not fail CI. Once the base images are there, a Dockerfile that does not
@@ -16,8 +16,22 @@ skip() {
 	exit 0
 }
 
-command -v docker >/dev/null 2>&1 || skip "no docker command on PATH"
-timeout 30 docker info >/dev/null 2>&1 || skip "the Docker daemon does not answer (docker info failed)"
+command -v docker >/dev/null 2>&1 || skip "no docker command on PATH; nothing was built (install Docker to build the image)"
+# Docker builds through its daemon: the docker command alone cannot. Say so plainly, with
+# docker's own reason, rather than leaving a bare "skipped".
+rc=0
+why=$(timeout 30 docker info 2>&1 >/dev/null) || rc=$?
+if [ "$rc" != 0 ]; then
+	why=$(printf '%s\n' "$why" | grep -v '^[[:space:]]*$' | tail -n 1 || true)
+	if [ "$rc" = 124 ]; then
+		why="docker info did not answer within 30 s"
+	elif [ -z "$why" ]; then
+		why="docker info failed (status $rc)"
+	fi
+	echo "docker-build: Docker needs a running daemon, and none answers: $why" >&2
+	echo "docker-build: start it (sudo systemctl start docker, or open Docker Desktop), or point DOCKER_HOST at one, and run make docker again" >&2
+	skip "no Docker daemon; nothing was built"
+fi
 
 # The base images: the FROM lines of the Dockerfile with the ARG defaults filled in.
 bases=$(awk '
@@ -32,7 +46,7 @@ for base in $bases; do
 		continue
 	fi
 	echo "docker-build: pulling $base" >&2
-	timeout 600 docker pull -q "$base" >/dev/null 2>&1 || skip "cannot obtain the base image $base (no access to its registry?)"
+	timeout 600 docker pull -q "$base" >/dev/null 2>&1 || skip "cannot obtain the base image $base (no access to its registry?); nothing was built"
 done
 
 echo "docker-build: building $image" >&2
