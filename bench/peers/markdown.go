@@ -24,6 +24,10 @@ var peerNotes = map[string][]string{
 		"BullMQ: an idle worker waits in a blocking `BZPOPMIN` on its marker key with a timeout set to the next delayed job's due time; Redis checks blocking timeouts `hz` times a second (hz 10 here), so a delayed job can be up to ~100 ms late unless another event wakes the worker first. BullMQ computes due time as the client's `Date.now()` at `add` plus `delay`; the driver rounds the delay up so that no job is asked to run early.",
 		"delayq: the worker's own timer fires at the earliest known due time (learned from reserve replies and shard pub/sub notices) and the reserve script compares due times with Redis `TIME`; the Redis-clock rows time the lease (lease deadline − TTR, whole milliseconds).",
 	},
+	"expiry": {
+		"delayq: the scripts that take a lease ending before any other of its partition announce its deadline on the partition's shard channel; every Client that consumes the topic, and every `delayq server` for every topic, sleeps until the first deadline it knows and expires the leases then, in one script call. Nobody consumes the topic in this scenario.",
+		"asynq hands an expired lease's task back when its recoverer next runs (every minute) or a processor's lease check finds it; BullMQ moves a stalled job back when a worker's stalled-job check next runs (`stalledInterval`, 30 s by default), and only while some worker of the queue runs. Neither is measured here: both depend on a consumer of the queue polling.",
+	},
 	"e2e": {
 		"Every queue runs 16 handlers that return at once. delayq's worker leases as many jobs as it has free slots in one script call and acks each job with one call; asynq dequeues one task per script call and marks it done with another; BullMQ's worker fetches the next job in the same script call that completes the previous one.",
 	},

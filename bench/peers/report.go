@@ -165,6 +165,10 @@ var targets = map[string]map[string]target{
 		"max (receipt)":       {"≤ 20", atMost(20)},
 		"early (receipt)":     {"0", atMost(0)},
 	},
+	"expiry": {
+		"p99":   {"≤ 5", atMost(5)},
+		"early": {"0", atMost(0)},
+	},
 	"precision-load": {
 		"p99 (Redis clock)":   {"≤ 5", atMost(5)},
 		"max (Redis clock)":   {"≤ 20", atMost(20)},
