@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiclient"
 	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/redistest"
@@ -296,4 +298,52 @@ func TestDataDirInUse(t *testing.T) {
 		t.Errorf("second server on one data dir: err = %v", err)
 	}
 	s.must(t, "topics")
+}
+
+// The server expires the leases of every topic at their deadlines, also of a topic it never
+// served a consumer of: a job leased by a program that then went away reads as moved on over
+// HTTP, and the topic's stats count the expiry.
+func TestServerExpiresLeasesOfTopicsNobodyConsumes(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Standalone(t)
+	s := startServer(t, nil, "--redis", "redis://"+rs.Addr, "--namespace", "lx")
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	c, err := delayq.New(ctx, rdb, delayq.Config{Namespace: "lx", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "gone", delayq.Spec{ID: "a", TTR: 300 * time.Millisecond, Backoff: []time.Duration{time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := c.Reserve(ctx, "gone", delayq.ReserveOptions{})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+	}
+	c.Close() // the only consumer is gone
+	deadline := jobs[0].LeaseDeadline
+
+	var job apiv1.Job
+	testwait.For(t, 10*time.Second, "the job to be no longer reserved", func() bool {
+		body, code := httpGet(t, s.URL+"/v1/topics/gone/jobs/a")
+		if code != http.StatusOK {
+			t.Fatalf("GET the job: %d %s", code, body)
+		}
+		if err := json.Unmarshal([]byte(body), &job); err != nil {
+			t.Fatal(err)
+		}
+		return job.State != "reserved"
+	})
+	if late := time.Since(deadline); late > 2*time.Second {
+		t.Fatalf("the lease expired %v after its deadline; want within 2s", late)
+	}
+	if job.State != "delayed" || job.LastError != "ttr exceeded" {
+		t.Fatalf("job after its lease expired: %+v; want delayed, ttr exceeded", job)
+	}
+	body, _ := httpGet(t, s.URL+"/v1/topics/gone")
+	var st apiv1.TopicStats
+	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Reserved != 0 || st.LeasesExpired != 1 {
+		t.Fatalf("topic stats %s (%v); want 0 reserved, 1 lease expired", body, err)
+	}
 }
