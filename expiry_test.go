@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/store"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -186,4 +187,52 @@ func TestExpireAllLeasesForgetsDeletedTopics(t *testing.T) {
 	testwait.For(t, 5*time.Second, "the keeper to forget the deleted topic", func() bool { return looked() == 0 })
 	mustEnqueue(t, c, "brief", Spec{ID: "b"})
 	testwait.For(t, 5*time.Second, "the keeper to look at the topic made anew", func() bool { return looked() == 1 })
+}
+
+// A consumer waiting at a topic's concurrency limit takes a due job as soon as a lease that
+// holds the limit expires at its deadline, although a touch made that deadline earlier than
+// the one its last reserve learnt.
+func TestLeaseExpiryAtTheConcurrencyLimitWakesWaitingConsumers(t *testing.T) {
+	t.Parallel()
+	holder, rdb := newTestClient(t, Config{})
+	mustEnqueue(t, holder, "limited", Spec{ID: "held", Backoff: []time.Duration{time.Hour}})
+	if err := holder.SetTopicLimits(testContext(t), "limited", TopicLimits{Concurrency: 1}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := holder.Reserve(testContext(t), "limited", ReserveOptions{TTR: time.Hour})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+	}
+	held := jobs[0]
+	mustEnqueue(t, holder, "limited", Spec{ID: "waiting"})
+
+	// The waiter rechecks far off: only a notice can wake it in time.
+	waiter := newClientOn(t, rdb, Config{RecheckInterval: time.Minute})
+	type reserved struct {
+		jobs []*Job
+		err  error
+	}
+	got := make(chan reserved, 1)
+	ctx := testContext(t)
+	go func() {
+		jobs, err := waiter.Reserve(ctx, "limited", ReserveOptions{Wait: 20 * time.Second})
+		got <- reserved{jobs, err}
+	}()
+	waitSettled(t, waiter, "limited", store.LanePull)
+
+	deadline, err := holder.Touch(testContext(t), held.Lease(), 200*time.Millisecond)
+	if err != nil {
+		t.Fatalf("Touch: %v", err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil || len(r.jobs) != 1 || r.jobs[0].ID != "waiting" {
+			t.Fatalf("the waiter got %d jobs, %v; want the waiting one", len(r.jobs), r.err)
+		}
+		if late := time.Since(deadline); late > expiryBound {
+			t.Fatalf("the waiting job was handed out %v after the lease that held the limit expired; want within %v", late, expiryBound)
+		}
+	case <-time.After(time.Until(deadline) + 2*expiryBound):
+		t.Fatalf("the waiter still waits %v after the lease that held the concurrency limit expired", 2*expiryBound)
+	}
 }
