@@ -36,6 +36,7 @@ type leasePart struct {
 	gone    bool      // its topic is not registered any more: not looked at until it is again
 	checked time.Time // local time it was last looked at
 	notices uint64    // notices seen, to keep a stale reply from hiding one
+	heard   time.Time // the earliest deadline noticed since the last look began; never when none
 }
 
 // LeasePart names a kept partition to look at: Topic's partition P, with its notice count.
@@ -67,7 +68,7 @@ func (l *Leases) Keep(topic string, n int) (added []int) {
 		}
 		l.index[k] = len(l.parts)
 		added = append(added, len(l.parts))
-		l.parts = append(l.parts, leasePart{key: k, next: never, look: true})
+		l.parts = append(l.parts, leasePart{key: k, next: never, look: true, heard: never})
 	}
 	if len(added) > 0 {
 		l.broadcast()
@@ -114,6 +115,9 @@ func (l *Leases) notice(i int, deadlineMs int64) {
 	at := now.Add(time.Duration(deadlineMs-(now.UnixMilli()+l.offsetMs)) * time.Millisecond)
 	lp := &l.parts[i]
 	lp.notices++
+	if at.Before(lp.heard) {
+		lp.heard = at
+	}
 	if at.Before(lp.next) {
 		lp.next = at
 		l.broadcast()
@@ -175,13 +179,15 @@ func (l *Leases) Due(now time.Time, interval time.Duration) (expire, look []Leas
 		}
 		lp.look = false
 		lp.checked = now
+		lp.heard = never
 	}
 	return expire, look
 }
 
 // Learn records what a look at lp found: at local time at, the server's clock read nowMs and
 // lp's first lease deadline is nextMs (-1: nothing is leased). A notice that arrived since the
-// look began may be newer than the reply, so then the earlier of the two wins.
+// look began may be newer than the reply, so then the earlier of the reply's deadline and the
+// notices' wins; never the deadline known before the look, which an expiry has just dealt with.
 func (l *Leases) Learn(lp LeasePart, at time.Time, nowMs, nextMs int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -191,8 +197,8 @@ func (l *Leases) Learn(lp LeasePart, at time.Time, nowMs, nextMs int64) {
 		next = at.Add(time.Duration(nextMs-nowMs) * time.Millisecond)
 	}
 	p := &l.parts[lp.index]
-	if p.notices != lp.seen && p.next.Before(next) {
-		return
+	if p.notices != lp.seen && p.heard.Before(next) {
+		next = p.heard
 	}
 	p.next = next
 }
@@ -203,8 +209,9 @@ func (l *Leases) Failed(lp LeasePart) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := &l.parts[lp.index]
-	if p.notices == lp.seen {
-		p.next = never
+	p.next = never
+	if p.notices != lp.seen {
+		p.next = p.heard
 	}
 }
 
