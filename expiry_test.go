@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/store"
 	"github.com/delayq/delayq/internal/testwait"
@@ -237,5 +239,30 @@ func TestLeaseExpiryAtTheConcurrencyLimitWakesWaitingConsumers(t *testing.T) {
 		}
 	case <-time.After(time.Until(deadline) + 2*expiryBound):
 		t.Fatalf("the waiter still waits %v after the lease that held the concurrency limit expired", 2*expiryBound)
+	}
+}
+
+// A lease taken while a keeper's connections are down, whose notice it never hears and whose
+// deadline passes during the outage, expires as soon as the keeper is connected again.
+func TestLeaseAnnouncedDuringAnOutageExpiresOnceConnected(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	consumer := newClientOn(t, srv.Client(t), Config{})
+	mustEnqueue(t, consumer, "cut", Spec{ID: "a", TTR: 300 * time.Millisecond, Backoff: []time.Duration{time.Hour}})
+	keeper := newClientOn(t, rdb, Config{ExpireAllLeases: true})
+	testwait.For(t, 10*time.Second, "the keeper to keep the topic", func() bool { return keeper.leases.Kept() == 1 })
+	time.Sleep(200 * time.Millisecond) // its subscription is up
+
+	end := proxy.Outage(time.Second)
+	reserveOne(t, consumer, "cut", 0)
+	consumer.Close()
+	<-end
+	back := time.Now()
+	movedOn(t, newClientOn(t, srv.Client(t), Config{}), "cut", "a")
+	if late := time.Since(back); late > expiryBound {
+		t.Fatalf("the lease expired %v after the outage ended; want within %v", late, expiryBound)
 	}
 }
