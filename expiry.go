@@ -158,15 +158,16 @@ func (c *Client) lookAtLeases(ctx context.Context, look []wake.LeasePart) {
 		at := time.Now()
 		nowMs, heads, err := c.store.LeaseHeads(cctx, parts)
 		cancel()
-		for i, lp := range chunk {
-			if err != nil {
-				c.leases.Failed(lp)
-				continue
+		if err != nil {
+			// What the keeper knew stands (a failed look learns nothing): the partitions are
+			// looked at again after the recheck interval, and their notices still count.
+			if ctx.Err() == nil {
+				c.log.Debug("delayq: looking at leases", "err", err)
 			}
-			c.leases.Learn(lp, at, nowMs, heads[i])
+			continue
 		}
-		if err != nil && ctx.Err() == nil {
-			c.log.Debug("delayq: looking at leases", "err", err)
+		for i, lp := range chunk {
+			c.leases.Learn(lp, at, nowMs, heads[i])
 		}
 	}
 }

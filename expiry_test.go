@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -264,5 +265,36 @@ func TestLeaseAnnouncedDuringAnOutageExpiresOnceConnected(t *testing.T) {
 	movedOn(t, newClientOn(t, srv.Client(t), Config{}), "cut", "a")
 	if late := time.Since(back); late > expiryBound {
 		t.Fatalf("the lease expired %v after the outage ended; want within %v", late, expiryBound)
+	}
+}
+
+// A look at a partition's first lease deadline that fails keeps the deadline the keeper knew:
+// the lease still expires at it, not at the next look.
+func TestFailedLookKeepsTheKnownLeaseDeadline(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	consumer := newClientOn(t, srv.Client(t), Config{})
+	mustEnqueue(t, consumer, "looked", Spec{ID: "a", TTR: time.Second, Backoff: []time.Duration{time.Hour}})
+	keeper := newClientOn(t, rdb, Config{ExpireAllLeases: true})
+	testwait.For(t, 10*time.Second, "the keeper to keep the topic", func() bool { return keeper.leases.Kept() == 1 })
+	time.Sleep(200 * time.Millisecond) // its subscription is up
+
+	leased := reserveOne(t, consumer, "looked", 0)
+	consumer.Close()
+	time.Sleep(100 * time.Millisecond) // the keeper heard the lease's notice
+	fired := proxy.DropReplyOnce(func(args []string) bool { return strings.EqualFold(args[0], "time") })
+	keeper.leases.Recheck() // a look, whose reply is lost
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the keeper made no look")
+	}
+
+	movedOn(t, newClientOn(t, srv.Client(t), Config{}), "looked", "a")
+	if late := time.Since(leased.LeaseDeadline); late > expiryBound {
+		t.Fatalf("the lease expired %v after its deadline; want within %v", late, expiryBound)
 	}
 }

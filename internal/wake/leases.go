@@ -203,8 +203,8 @@ func (l *Leases) Learn(lp LeasePart, at time.Time, nowMs, nextMs int64) {
 	p.next = next
 }
 
-// Failed records that a look at lp, or its expiry, failed: it is looked at again after the
-// recheck interval, or at the next notice.
+// Failed records that lp's expiry failed: it is looked at again after the recheck interval,
+// or at the next notice. (A look that fails changes nothing: the deadline known stands.)
 func (l *Leases) Failed(lp LeasePart) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
