@@ -14,7 +14,7 @@ import (
 )
 
 // expiryBound is how long after its deadline a test lets a lease take to expire: far below
-// the keeper's recheck (10 s at the default recheck interval), so only the deadline's notice
+// the keeper's recheck (30 s at the default recheck interval), so only the deadline's notice
 // can have moved the job on.
 const expiryBound = 2 * time.Second
 
@@ -297,4 +297,25 @@ func TestFailedLookKeepsTheKnownLeaseDeadline(t *testing.T) {
 	if late := time.Since(leased.LeaseDeadline); late > expiryBound {
 		t.Fatalf("the lease expired %v after its deadline; want within %v", late, expiryBound)
 	}
+}
+
+// A Client that expires every topic's leases lets go of deleted topics: with topics made and
+// deleted under ever new names, what it keeps — partitions and their subscriptions — does not
+// grow without bound.
+func TestExpireAllLeasesLetsGoOfDeletedTopics(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{RecheckInterval: 20 * time.Millisecond})
+	keeper := newClientOn(t, rdb, Config{ExpireAllLeases: true, RecheckInterval: 20 * time.Millisecond})
+	base := keeper.hub.Targets()
+	for i := range 20 {
+		topic := fmt.Sprint("churn-", i)
+		mustEnqueue(t, c, topic, Spec{})
+		testwait.For(t, 5*time.Second, "the keeper to keep "+topic, func() bool { return keeper.leases.Kept() > 0 })
+		if _, err := c.DeleteTopic(testContext(t), topic, DeleteTopicOptions{Purge: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.For(t, 5*time.Second, "the keeper to let go of the deleted topics", func() bool {
+		return keeper.leases.Kept() == 0 && keeper.hub.Targets() <= base
+	})
 }

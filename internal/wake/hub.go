@@ -38,12 +38,13 @@ type Hub struct {
 }
 
 // target is one partition of one topic state, or with p = -1 a topic state waiting for its
-// topic to be registered; or, with l set, a partition the process expires the leases of (p:
-// its index in l), or with p = -1 a Leases taking on every topic registered.
+// topic to be registered; or, with l set, partition lk of a topic whose leases the process
+// expires, or with p = -1 a Leases taking on every topic registered.
 type target struct {
-	t *Topic
-	l *Leases
-	p int
+	t  *Topic
+	l  *Leases
+	lk leaseKey
+	p  int
 }
 
 // NewHub returns a Hub subscribing through rdb; newTopics is the channel on which topic
@@ -54,8 +55,12 @@ func NewHub(rdb redis.UniversalClient, log *slog.Logger, newTopics string) *Hub 
 
 // wake tells tg that something may have changed that no notice told of.
 func (tg target) wake() {
-	if tg.l != nil {
-		tg.l.recheck(tg.p)
+	switch {
+	case tg.l != nil && tg.p < 0:
+		tg.l.missedRegistrations()
+		return
+	case tg.l != nil:
+		tg.l.recheck(tg.lk)
 		return
 	}
 	if tg.p < 0 {
@@ -82,13 +87,41 @@ func (h *Hub) Listen(t *Topic, channels []string) {
 	h.subscribe(channels, targets)
 }
 
-// ListenLeases makes the lease notices of channels[k] reach kept partition parts[k] of l.
-func (h *Hub) ListenLeases(l *Leases, channels []string, parts []int) {
+// ListenLeases makes the lease notices of channels[k] reach l's partition parts[k] of topic.
+func (h *Hub) ListenLeases(l *Leases, topic string, parts []int, channels []string) {
 	targets := make([]target, len(channels))
 	for k := range channels {
-		targets[k] = target{l: l, p: parts[k]}
+		targets[k] = target{l: l, lk: leaseKey{topic, parts[k]}}
 	}
 	h.subscribe(channels, targets)
+}
+
+// UnlistenLeases undoes ListenLeases for l's partitions parts of topic, whose channels are
+// channels: a channel nobody else listens to is unsubscribed (on a Cluster it stays
+// subscribed, its messages heard by nobody, until the Hub closes).
+func (h *Hub) UnlistenLeases(l *Leases, topic string, parts []int, channels []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var idle []string
+	for k, ch := range channels {
+		var kept []target // a new slice: targetsOf's callers may be reading the old one
+		for _, tg := range h.targets[ch] {
+			if tg.l != l || tg.lk != (leaseKey{topic, parts[k]}) {
+				kept = append(kept, tg)
+			}
+		}
+		if len(kept) == 0 {
+			delete(h.targets, ch)
+			idle = append(idle, ch)
+			continue
+		}
+		h.targets[ch] = kept
+	}
+	if len(idle) > 0 && h.shared != nil {
+		// The subscription subscribes what is missing again when it reconnects, so a failure
+		// here leaves a channel heard by nobody until then.
+		_ = h.shared.SUnsubscribe(context.Background(), idle...)
+	}
 }
 
 // AwaitTopics makes every topic registration reach l (Leases.TakeRegistered); once per l.
@@ -230,7 +263,7 @@ func (h *Hub) deliver(channel, payload string) {
 	for _, tg := range h.targetsOf(channel) {
 		switch {
 		case lane == laneLease && tg.l != nil:
-			tg.l.notice(tg.p, due)
+			tg.l.notice(tg.lk, due)
 		case lane != laneLease && tg.t != nil:
 			tg.t.Notice(tg.p, lane, due)
 		}

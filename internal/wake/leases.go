@@ -16,10 +16,10 @@ import (
 // read, and only a deadline that has come costs a script call.
 type Leases struct {
 	mu       sync.Mutex
-	parts    []leasePart
-	index    map[leaseKey]int
+	parts    map[leaseKey]*leasePart
 	offsetMs int64    // server clock minus local clock, from the latest reply
 	topics   []string // newly registered topics heard of, not taken yet
+	missed   bool     // registrations may have gone unheard: read the registry
 	changed  chan struct{}
 }
 
@@ -30,10 +30,8 @@ type leaseKey struct {
 
 // leasePart is one kept partition.
 type leasePart struct {
-	key     leaseKey
 	next    time.Time // local time of its first lease deadline; never when none is known
 	look    bool      // its first deadline is not known: look at it now
-	gone    bool      // its topic is not registered any more: not looked at until it is again
 	checked time.Time // local time it was last looked at
 	notices uint64    // notices seen, to keep a stale reply from hiding one
 	heard   time.Time // the earliest deadline noticed since the last look began; never when none
@@ -43,32 +41,27 @@ type leasePart struct {
 type LeasePart struct {
 	Topic string
 	P     int
-	index int
+	part  *leasePart
 	seen  uint64
 }
 
 // NewLeases returns a Leases keeping no partition yet.
 func NewLeases() *Leases {
-	return &Leases{index: map[leaseKey]int{}, changed: make(chan struct{})}
+	return &Leases{parts: map[leaseKey]*leasePart{}, changed: make(chan struct{})}
 }
 
-// Keep adds the partitions 0 to n-1 of topic, to be looked at now, and returns the indexes of
-// those it did not keep already (for Hub.ListenLeases).
+// Keep adds the partitions 0 to n-1 of topic, to be looked at now, and returns those it did
+// not keep already (for Hub.ListenLeases).
 func (l *Leases) Keep(topic string, n int) (added []int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for p := range n {
 		k := leaseKey{topic, p}
-		if i, ok := l.index[k]; ok {
-			if l.parts[i].gone {
-				l.parts[i].gone, l.parts[i].look = false, true
-				l.broadcast()
-			}
+		if l.parts[k] != nil {
 			continue
 		}
-		l.index[k] = len(l.parts)
-		added = append(added, len(l.parts))
-		l.parts = append(l.parts, leasePart{key: k, next: never, look: true, heard: never})
+		l.parts[k] = &leasePart{next: never, look: true, heard: never}
+		added = append(added, p)
 	}
 	if len(added) > 0 {
 		l.broadcast()
@@ -76,25 +69,22 @@ func (l *Leases) Keep(topic string, n int) (added []int) {
 	return added
 }
 
-// Forget stops looking at the partitions of every kept topic that keep does not hold (the
-// registered topics), until Keep adds them again. Their subscriptions stay.
-func (l *Leases) Forget(keep map[string]int) {
+// Forget stops keeping the partitions of every kept topic that registered (topic to partition
+// count) does not hold, and returns them by topic (for Hub.UnlistenLeases). A look or expiry
+// of one under way learns nothing; Keep adds them anew.
+func (l *Leases) Forget(registered map[string]int) (gone map[string][]int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := range l.parts {
-		p := &l.parts[i]
-		if n, ok := keep[p.key.topic]; !ok || p.key.p >= n {
-			p.gone = true
+	for k := range l.parts {
+		if n, ok := registered[k.topic]; !ok || k.p >= n {
+			delete(l.parts, k)
+			if gone == nil {
+				gone = map[string][]int{}
+			}
+			gone[k.topic] = append(gone[k.topic], k.p)
 		}
 	}
-}
-
-// Partition returns the topic and partition number of kept partition i.
-func (l *Leases) Partition(i int) (topic string, p int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	k := l.parts[i].key
-	return k.topic, k.p
+	return gone
 }
 
 // Kept returns how many partitions l keeps.
@@ -104,16 +94,16 @@ func (l *Leases) Kept() int {
 	return len(l.parts)
 }
 
-// notice records that kept partition i has a lease ending at server time deadlineMs.
-func (l *Leases) notice(i int, deadlineMs int64) {
+// notice records that kept partition k has a lease ending at server time deadlineMs.
+func (l *Leases) notice(k leaseKey, deadlineMs int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if i < 0 || i >= len(l.parts) {
+	lp := l.parts[k]
+	if lp == nil {
 		return
 	}
 	now := time.Now()
 	at := now.Add(time.Duration(deadlineMs-(now.UnixMilli()+l.offsetMs)) * time.Millisecond)
-	lp := &l.parts[i]
 	lp.notices++
 	if at.Before(lp.heard) {
 		lp.heard = at
@@ -124,22 +114,28 @@ func (l *Leases) notice(i int, deadlineMs int64) {
 	}
 }
 
-// recheck makes kept partition i (all when i < 0) be looked at now.
-func (l *Leases) recheck(i int) {
+// recheck makes kept partition k be looked at now.
+func (l *Leases) recheck(k leaseKey) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for k := range l.parts {
-		if i < 0 || k == i {
-			l.parts[k].look = true
-			l.parts[k].notices++
-		}
+	if lp := l.parts[k]; lp != nil {
+		lp.look = true
+		lp.notices++
+		l.broadcast()
 	}
-	l.broadcast()
 }
 
 // Recheck makes every kept partition be looked at now: its deadlines may have come (a test
 // moved the clock).
-func (l *Leases) Recheck() { l.recheck(-1) }
+func (l *Leases) Recheck() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, lp := range l.parts {
+		lp.look = true
+		lp.notices++
+	}
+	l.broadcast()
+}
 
 // registered records that topic was registered: the keeper of every topic takes it on.
 func (l *Leases) registered(topic string) {
@@ -149,13 +145,23 @@ func (l *Leases) registered(topic string) {
 	l.broadcast()
 }
 
-// TakeRegistered returns the topics heard registered since the last call.
-func (l *Leases) TakeRegistered() []string {
+// missedRegistrations records that registrations may have gone unheard (the subscription to
+// them was made again).
+func (l *Leases) missedRegistrations() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := l.topics
-	l.topics = nil
-	return t
+	l.missed = true
+	l.broadcast()
+}
+
+// TakeRegistered returns the topics heard registered since the last call, and whether some
+// may have gone unheard since, so that the registry should be read.
+func (l *Leases) TakeRegistered() (topics []string, missed bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	topics, missed = l.topics, l.missed
+	l.topics, l.missed = nil, false
+	return topics, missed
 }
 
 // Due returns the kept partitions whose first lease deadline has come (expire), and those
@@ -164,12 +170,9 @@ func (l *Leases) TakeRegistered() []string {
 func (l *Leases) Due(now time.Time, interval time.Duration) (expire, look []LeasePart) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i := range l.parts {
-		lp := &l.parts[i]
-		part := LeasePart{Topic: lp.key.topic, P: lp.key.p, index: i, seen: lp.notices}
+	for k, lp := range l.parts {
+		part := LeasePart{Topic: k.topic, P: k.p, part: lp, seen: lp.notices}
 		switch {
-		case lp.gone:
-			continue
 		case !lp.next.After(now):
 			expire = append(expire, part)
 		case lp.look || !now.Before(lp.checked.Add(interval)):
@@ -196,21 +199,28 @@ func (l *Leases) Learn(lp LeasePart, at time.Time, nowMs, nextMs int64) {
 	if nextMs >= 0 {
 		next = at.Add(time.Duration(nextMs-nowMs) * time.Millisecond)
 	}
-	p := &l.parts[lp.index]
+	p := l.kept(lp)
+	if p == nil {
+		return
+	}
 	if p.notices != lp.seen && p.heard.Before(next) {
 		next = p.heard
 	}
 	p.next = next
 }
 
-// Failed records that lp's expiry failed: it is looked at again after the recheck interval,
-// or at the next notice. (A look that fails changes nothing: the deadline known stands.)
-func (l *Leases) Failed(lp LeasePart) {
+// Failed records that lp's expiry failed at local time at: it is tried again retry later, or
+// at an earlier deadline noticed meanwhile. (A look that fails changes nothing: the deadline
+// known stands.)
+func (l *Leases) Failed(lp LeasePart, at time.Time, retry time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	p := &l.parts[lp.index]
-	p.next = never
-	if p.notices != lp.seen {
+	p := l.kept(lp)
+	if p == nil {
+		return
+	}
+	p.next = at.Add(retry)
+	if p.notices != lp.seen && p.heard.Before(p.next) {
 		p.next = p.heard
 	}
 }
@@ -221,11 +231,7 @@ func (l *Leases) Failed(lp LeasePart) {
 func (l *Leases) Wait(ctx context.Context, interval time.Duration) {
 	l.mu.Lock()
 	wake := time.Now().Add(interval)
-	for i := range l.parts {
-		p := &l.parts[i]
-		if p.gone {
-			continue
-		}
+	for _, p := range l.parts {
 		if p.next.Before(wake) {
 			wake = p.next
 		}
@@ -236,7 +242,7 @@ func (l *Leases) Wait(ctx context.Context, interval time.Duration) {
 			wake = time.Time{}
 		}
 	}
-	if len(l.topics) > 0 {
+	if len(l.topics) > 0 || l.missed {
 		wake = time.Time{}
 	}
 	changed := l.changed
@@ -253,6 +259,15 @@ func (l *Leases) Wait(ctx context.Context, interval time.Duration) {
 	case <-changed:
 	case <-timer.C:
 	}
+}
+
+// kept returns lp's partition while it is still kept, nil once it was forgotten (and perhaps
+// kept anew since).
+func (l *Leases) kept(lp LeasePart) *leasePart {
+	if p := l.parts[leaseKey{lp.Topic, lp.P}]; p == lp.part {
+		return p
+	}
+	return nil
 }
 
 func (l *Leases) broadcast() {

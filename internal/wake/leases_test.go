@@ -26,7 +26,7 @@ func TestLeasesNoticeDuringAnExpiryDoesNotRepeatIt(t *testing.T) {
 	}
 	// While the expiry runs, a reserve takes a lease ending 5 s on, the first of the
 	// partition once the call has expired the old one.
-	l.notice(0, at.UnixMilli()+5000)
+	l.notice(leaseKey{"t", 0}, at.UnixMilli()+5000)
 	l.Learn(expire[0], at, at.UnixMilli(), -1)
 
 	expire, look = l.Due(at.Add(time.Millisecond), time.Hour)
