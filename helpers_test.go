@@ -42,10 +42,9 @@ func testContext(t testing.TB) context.Context {
 	return ctx
 }
 
-// advance moves the clock every script of c sees forward by d.
-func advance(c *Client, d time.Duration) {
-	c.store.SetClockOffset(c.store.ClockOffset() + d.Milliseconds())
-}
+// advance moves the clock every script of c sees forward by d, as delayqtest.AdvanceClock
+// does.
+func advance(c *Client, d time.Duration) { c.advanceClock(d) }
 
 func mustEnqueue(t testing.TB, c *Client, topic string, s Spec) *Job {
 	t.Helper()

@@ -74,3 +74,34 @@ func TestAdvanceClockExpiresALease(t *testing.T) {
 		t.Errorf("job leased again: attempts %d, last error %q; want 2, ttr exceeded", j.Attempts, j.LastError)
 	}
 }
+
+// A Worker already waiting for a job an hour away runs it once AdvanceClock moves its
+// Client's clock past the due time: the Client's plans move with its clock.
+func TestAdvanceClockWakesARunningWorker(t *testing.T) {
+	t.Parallel()
+	c := NewClient(t, delayq.Config{})
+	ctx := testContext(t)
+	enqueue(t, c, "t", delayq.Spec{ID: "later", Delay: time.Hour})
+	ran := make(chan string, 1)
+	w, err := delayq.NewWorker(c, delayq.WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Handle("t", func(_ context.Context, j *delayq.Job) error { ran <- j.ID; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	time.Sleep(200 * time.Millisecond) // the Worker looks, and waits for the hour
+	AdvanceClock(c, time.Hour)
+	select {
+	case id := <-ran:
+		if id != "later" {
+			t.Fatalf("ran %q, want later", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the running Worker did not run the job the clock's move made due")
+	}
+}

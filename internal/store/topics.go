@@ -67,18 +67,17 @@ func (s *Store) Topics(ctx context.Context) (map[string]int, error) {
 // Head is what a partition has for one lane, as a consumer's recheck sees it.
 type Head struct {
 	Ready  bool  // due jobs wait in the lane's ready set
-	DueMs  int64 // the earliest due time of a delayed job or lease deadline, Unix ms; -1 for none
+	DueMs  int64 // the earliest due time of a delayed job, Unix ms; -1 for none
 	Paused bool  // the topic is paused: nothing is handed out, whatever is due
 }
 
-// Heads reads, for each partition, whether the lane's ready set holds jobs and the earliest
-// moment something else falls due there: its first delayed job, or its first lease deadline
-// (a lease that expires hands its job out again, and nothing announces that moment), and
-// whether the topic is paused. Four commands a partition, in one round trip.
+// Heads reads, for each partition, whether the lane's ready set holds jobs, when its first
+// delayed job falls due, and whether the topic is paused: three commands a partition, in one
+// round trip. (A lease deadline is not read: the processes that keep the partition's leases
+// expire it, and announce the job it puts back.)
 func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([]Head, error) {
 	ready := make([]*redis.ZSliceCmd, len(parts))
 	delayed := make([]*redis.ZSliceCmd, len(parts))
-	leased := make([]*redis.ZSliceCmd, len(parts))
 	paused := make([]*redis.StringCmd, len(parts))
 	cmds, _ := s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, p := range parts {
@@ -88,7 +87,6 @@ func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([
 			}
 			ready[i] = pipe.ZRangeWithScores(ctx, set, 0, 0)
 			delayed[i] = pipe.ZRangeWithScores(ctx, p.Delayed(), 0, 0)
-			leased[i] = pipe.ZRangeWithScores(ctx, p.Reserved(), 0, 0)
 			paused[i] = pipe.HGet(ctx, p.Settings(), "paused")
 		}
 		return nil
@@ -103,9 +101,6 @@ func (s *Store) Heads(ctx context.Context, parts []keys.Partition, lane Lane) ([
 		out[i] = Head{Ready: len(ready[i].Val()) > 0, DueMs: -1, Paused: paused[i].Val() == "1"}
 		if d := delayed[i].Val(); len(d) > 0 {
 			out[i].DueMs = int64(d[0].Score)
-		}
-		if l := leased[i].Val(); len(l) > 0 && (out[i].DueMs < 0 || int64(l[0].Score) < out[i].DueMs) {
-			out[i].DueMs = int64(l[0].Score)
 		}
 	}
 	return out, nil

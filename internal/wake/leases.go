@@ -125,11 +125,15 @@ func (l *Leases) recheck(k leaseKey) {
 	}
 }
 
-// Recheck makes every kept partition be looked at now: its deadlines may have come (a test
-// moved the clock).
-func (l *Leases) Recheck() {
+// Recheck makes every kept partition be looked at now.
+func (l *Leases) Recheck() { l.ShiftClock(0) }
+
+// ShiftClock records that the server's clock, as the scripts see it, moved forward by ms (a
+// test moved it), and makes every kept partition be looked at now: its deadlines may have come.
+func (l *Leases) ShiftClock(ms int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.offsetMs += ms
 	for _, lp := range l.parts {
 		lp.look = true
 		lp.notices++

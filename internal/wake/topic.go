@@ -133,6 +133,21 @@ func (t *Topic) Learn(p int, seen uint64, at time.Time, nowMs, nextMs int64, pau
 	}
 }
 
+// ShiftClock records that the server's clock, as the scripts see it, moved forward by ms (a
+// test moved it): what is due at a server time is due that much sooner by the local clock.
+func (t *Topic) ShiftClock(ms int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.offsetMs += ms
+	d := time.Duration(ms) * time.Millisecond
+	for p := range t.next {
+		if !t.next[p].IsZero() && !t.next[p].Equal(never) {
+			t.next[p] = t.next[p].Add(-d)
+		}
+	}
+	t.broadcast()
+}
+
 // ServerNowMs returns the server's clock as last seen, moved on by the local clock.
 func (t *Topic) ServerNowMs(now time.Time) int64 {
 	t.mu.Lock()

@@ -60,9 +60,10 @@ local function opens(rate, period, concurrency)
 end
 
 -- next_due answers when a consumer of the lane whose ready set is set should next look at the
--- partition: NOW when due jobs wait, else the earlier of its first delayed job and its first
--- lease deadline (a lease that expires hands its job out again), -1 when there is neither; but
--- not before the limits let a delivery start, and PAUSED while paused.
+-- partition: NOW when due jobs wait, else its first delayed job, -1 when there is none; but not
+-- before the limits let a delivery start, and PAUSED while paused. A lease deadline is not a
+-- reason to look: the processes that keep the partition's leases expire it then (expiry.go),
+-- and the job it puts back is announced as any job that comes due.
 local function next_due(set, paused, rate, period, concurrency)
   if paused then return PAUSED end
   local t = -1
@@ -70,8 +71,6 @@ local function next_due(set, paused, rate, period, concurrency)
     t = NOW
   else
     t = head_score() or -1
-    local rs = redis.call('ZRANGE', RESERVED, '0', '0', 'WITHSCORES')
-    if #rs > 0 and (t == -1 or tonumber(rs[2]) < t) then t = tonumber(rs[2]) end
   end
   if t == -1 then return t end
   local o = opens(rate, period, concurrency)
