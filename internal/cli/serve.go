@@ -78,6 +78,9 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	if err != nil {
 		return err
 	}
+	if handler, err = guard(cfg, handler, log); err != nil {
+		return err
+	}
 	if cfg.scheduler {
 		stop, err := startScheduler(dq, log)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/redisurl"
 	"github.com/delayq/delayq/internal/webhook"
 )
@@ -24,6 +25,7 @@ type serverConfig struct {
 	dataDir            string
 	namespace          string
 	tokens             []string
+	allowedHosts       []string
 	webhookSecret      string
 	webhookPrevious    string
 	allowCIDRs         []string
@@ -85,6 +87,7 @@ that the collector runs sooner when the heap nears it.`),
 	f.StringVar(&cfg.dataDir, "data-dir", "./delayq-data", "where the embedded redis-server keeps its append-only file and log")
 	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
 	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "API token that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
+	f.StringArrayVar(&cfg.allowedHosts, "allowed-host", nil, "host name that a server without API tokens answers besides localhost, IP addresses and the --listen host, such as queue.internal; repeatable (docs/security.md)")
 	f.StringVar(&cfg.webhookSecret, "webhook-secret", "", "whsec_-prefixed base64 secret that signs webhook deliveries; unset, jobs with a callback_url are refused")
 	f.StringVar(&cfg.webhookPrevious, "webhook-secret-previous", "", "the secret being rotated out: deliveries are signed with it too, so receivers that still know only it verify (see docs/webhooks.md)")
 	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
@@ -99,13 +102,16 @@ that the collector runs sooner when the heap nears it.`),
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
 	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
 	f.BoolVar(&cfg.scheduler, "scheduler", true, "enqueue the jobs of the schedules' ticks; any number of servers may, each tick still gives one job")
-	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them")
+	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them; the dashboard only: the API on the same port still takes every call its tokens allow (reader tokens of --auth-tokens-file limit the API)")
 	cfg.archive.flags(f)
 	cfg.beanstalkd.flags(f)
 	f.SortFlags = false
 	documentEnv(f)
 	return cmd
 }
+
+// open reports whether the server has no API tokens: anyone who reaches it may do anything.
+func (c *serverConfig) open() bool { return len(c.tokens) == 0 }
 
 // serverOptions are the parsed forms of the settings that need parsing.
 type serverOptions struct {
@@ -137,6 +143,11 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 		if tok == "" || strings.ContainsAny(tok, " \t\r\n,") {
 			fail("--auth-token: a token must be non-empty, without white space or commas")
 			break
+		}
+	}
+	for _, h := range c.allowedHosts {
+		if err := httpapi.CheckAllowedHost(h); err != nil {
+			fail("--allowed-host: %w", err)
 		}
 	}
 	c.validateWebhooks(&o, fail)

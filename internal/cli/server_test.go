@@ -193,6 +193,44 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// A server without tokens answers its loopback names and the names it is given, from
+// --allowed-host or $DELAYQ_ALLOWED_HOSTS, and refuses others naming the flag.
+func TestServerAnswersOnlyItsHostNames(t *testing.T) {
+	t.Parallel()
+	for name, s := range map[string]*server{
+		"flag": startServer(t, nil, "--allowed-host", "queue.internal", "--allowed-host", "other.internal"),
+		"env":  startServer(t, map[string]string{"DELAYQ_ALLOWED_HOSTS": "queue.internal, other.internal"}),
+	} {
+		for host, want := range map[string]int{"evil.example": 403, "queue.internal": 200, "other.internal:7070": 200, "localhost": 200, "": 200} {
+			body, status := httpGetHost(t, s.URL+"/v1/topics", host)
+			if status != want {
+				t.Errorf("%s: Host %q: %d, want %d: %s", name, host, status, want, body)
+			}
+			if status == 403 && !strings.Contains(body, "--allowed-host evil.example") {
+				t.Errorf("%s: the refusal does not name the flag: %s", name, body)
+			}
+		}
+	}
+}
+
+func httpGetHost(t *testing.T, url, host string) (string, int) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b), resp.StatusCode
+}
+
 func httpGet(t *testing.T, url string) (string, int) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -261,6 +299,8 @@ func TestServerConfigErrors(t *testing.T) {
 		{"bad partitions", nil, []string{"--partitions", "-1"}, "--partitions -1"},
 		{"bad partitions from env", map[string]string{"DELAYQ_PARTITIONS": "many"}, nil, "environment variable DELAYQ_PARTITIONS"},
 		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
+		{"allowed host with a scheme", nil, []string{"--allowed-host", "http://queue.internal"}, `--allowed-host: allowed host "http://queue.internal": want a host name`},
+		{"allowed host with a port from env", map[string]string{"DELAYQ_ALLOWED_HOSTS": "a.internal, b.internal:7070"}, nil, `allowed host "b.internal:7070"`},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
 		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
 		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},
