@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -72,11 +73,31 @@ func (d *Dashboard) checkAction(r *http.Request, ses session) error {
 	if d.readOnly {
 		return errReadOnly
 	}
-	r.Body = http.MaxBytesReader(nil, r.Body, 1<<20)
+	if err := readForm(r, 1<<20); err != nil {
+		return err
+	}
 	if err := d.auth.checkCSRF(r, ses); err != nil {
 		return &httpError{http.StatusForbidden, err.Error()}
 	}
 	return nil
+}
+
+// maxFormFields is how many fields a form may have: net/url's limit, past which it reads none.
+const maxFormFields = 10000
+
+// readForm reads r's form, of at most limit bytes, and refuses one over the limits saying so:
+// left unread, it would be refused for the CSRF token it seems to lack.
+func readForm(r *http.Request, limit int64) error {
+	r.Body = http.MaxBytesReader(nil, r.Body, limit)
+	err := r.ParseForm()
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &mbe):
+		return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("the form is over the limit of %d bytes", limit)}
+	}
+	return &httpError{http.StatusBadRequest, fmt.Sprintf("the form cannot be read (%v): a form has at most %d fields", err, maxFormFields)}
 }
 
 // fail shows err on the error page, with the status it maps to.

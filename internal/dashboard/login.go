@@ -46,7 +46,10 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		d.tooManyLogins(w, r, wait)
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := readForm(r, 64<<10); err != nil {
+		d.fail(w, r, nil, err)
+		return
+	}
 	if err := d.auth.checkCSRF(r, ses); err != nil {
 		d.fail(w, r, nil, &httpError{http.StatusForbidden, err.Error()})
 		return
@@ -77,6 +80,10 @@ func (d *Dashboard) tooManyLogins(w http.ResponseWriter, r *http.Request, wait t
 // logout is POST /logout: it clears the session, given its CSRF token.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 	if ses, ok := d.auth.read(r); ok {
+		if err := readForm(r, 64<<10); err != nil {
+			d.fail(w, r, nil, err)
+			return
+		}
 		if err := d.auth.checkCSRF(r, ses); err != nil {
 			d.fail(w, r, nil, &httpError{http.StatusForbidden, err.Error()})
 			return
