@@ -2,7 +2,11 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,9 +35,9 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// newTab starts a headless Chromium of the test's own and returns a tab in it; both end with
-// the test.
-func newTab(t *testing.T) context.Context {
+// newTab starts a headless Chromium of the test's own, with more options when given, and
+// returns a tab in it; both end with the test.
+func newTab(t *testing.T, more ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
@@ -42,6 +46,7 @@ func newTab(t *testing.T) context.Context {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1200, 800),
 	)
+	opts = append(opts, more...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
@@ -257,5 +262,89 @@ func TestBrowserFitsAPhoneScreen(t *testing.T) {
 		if width > 0 {
 			t.Errorf("%s is %d px wider than a 390 px screen", path, width)
 		}
+	}
+}
+
+// A page on a name its owner re-points at the server's address (DNS rebinding: here
+// Chromium's host resolver maps evil.example to 127.0.0.1) runs in an origin of that name:
+// everything it asks the server for, a job, a dashboard page with its CSRF token, a pause of
+// the API and of the dashboard, is refused, by the Host it sends.
+func TestBrowserOnAReboundNameReadsAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("rebind", delayq.Spec{ID: "secret-job", Body: []byte(`"card 4242"`)})
+	_, port, err := net.SplitHostPort(strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab := newTab(t, chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"))
+	// The attacker's page, once the name points at the server: the script runs in the origin
+	// http://evil.example:<port>, whatever document it was loaded with.
+	do(t, tab, chromedp.Navigate("http://evil.example:"+port+"/healthz"))
+	got, err := chromedp.Run(tab, chromedp.Evaluate[map[string]any](`(async () => {
+		const out = {};
+		const job = await fetch("/v1/topics/rebind/jobs/secret-job");
+		out.job = job.status;
+		out.jobBody = await job.text();
+		const page = await fetch("/topics/rebind");
+		out.page = page.status;
+		const csrf = (await page.text()).match(/name="csrf_token" value="([^"]+)"/);
+		out.csrf = csrf ? csrf[1] : "";
+		const form = new URLSearchParams({csrf_token: out.csrf, confirm: "yes"});
+		out.dashboardPause = (await fetch("/topics/rebind/pause", {method: "POST", body: form})).status;
+		out.apiPause = (await fetch("/v1/topics/rebind/pause", {method: "POST"})).status;
+		return out;
+	})()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"job", "page", "dashboardPause", "apiPause"} {
+		if got[k] != float64(http.StatusForbidden) {
+			t.Errorf("%s: %v, want 403", k, got[k])
+		}
+	}
+	if body, _ := got["jobBody"].(string); strings.Contains(body, "secret-job") || got["csrf"] != "" {
+		t.Errorf("the page read the job (%q) or a CSRF token (%q)", body, got["csrf"])
+	}
+	if s.topicStats("rebind").Paused {
+		t.Error("the page paused the topic")
+	}
+}
+
+// A page of another origin (another port of the same address) sends the "simple" requests a
+// page may send anywhere, no-cors POSTs without a body: the server changes nothing, the topic
+// stays unpaused and no job is leased.
+func TestBrowserPageOfAnotherOriginChangesNothing(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for i := range 3 {
+		s.enqueue("victim", delayq.Spec{ID: fmt.Sprintf("job-%d", i), NoRetries: true})
+	}
+	target, err := json.Marshal(s.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>cute cats</title><script>
+		const target = %s;
+		const simple = {method: "POST", mode: "no-cors"};
+		window.attack = (async () => {
+			for (let i = 0; i < 3; i++) await fetch(target + "/v1/topics/victim/reserve", simple).catch(() => {});
+			await fetch(target + "/v1/topics/victim/pause", simple).catch(() => {});
+			await fetch(target + "/topics/victim/pause", {...simple, body: new URLSearchParams({confirm: "yes"})}).catch(() => {});
+			return "done";
+		})();
+		</script>`, target)
+	}))
+	t.Cleanup(evil.Close)
+	tab := newTab(t)
+	do(t, tab, chromedp.Navigate(evil.URL))
+	if done, err := chromedp.Run(tab, chromedp.Evaluate[string](`window.attack`, chromedp.EvalAwaitPromise)); err != nil || done != "done" {
+		t.Fatalf("the page's requests: %q, %v", done, err)
+	}
+	st := s.topicStats("victim")
+	if st.Paused || st.Reserved != 0 || st.Ready != 3 {
+		t.Errorf("after the page's requests: paused %v, %d reserved, %d ready; want unpaused, 0, 3", st.Paused, st.Reserved, st.Ready)
 	}
 }

@@ -49,3 +49,32 @@ func TestFormOverTheLimitsIsRefusedNamingThem(t *testing.T) {
 		t.Errorf("the refusal does not name the limit: %q", msg)
 	}
 }
+
+// An action with its session and CSRF token is still refused when the browser says it comes
+// from a page of another origin; from the dashboard's own page it goes through.
+func TestActionFromAnotherOriginIsRefused(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("t", delayq.Spec{ID: "j", Delay: time.Hour})
+	form := url.Values{csrfField: {s.csrf("/topics/t")}, "confirm": {"yes"}}
+	for _, site := range []string{"cross-site", "same-site", "same-origin"} {
+		req, err := http.NewRequest(http.MethodPost, s.url+"/topics/t/pause", strings.NewReader(form.Encode()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Sec-Fetch-Site", site)
+		a := s.do(req)
+		if site != "same-origin" {
+			wantStatus(t, "a pause from a "+site+" page", a, http.StatusForbidden)
+			if s.topicStats("t").Paused {
+				t.Fatalf("a pause from a %s page went through", site)
+			}
+			continue
+		}
+		wantStatus(t, "a pause from the dashboard's page", a, http.StatusSeeOther)
+		if !s.topicStats("t").Paused {
+			t.Error("a pause from the dashboard's page was not applied")
+		}
+	}
+}

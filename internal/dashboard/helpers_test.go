@@ -24,7 +24,7 @@ import (
 )
 
 // site is delayq's API and dashboard on a redis-server of their own, as `delayq server` mounts
-// them, and a browser-like HTTP client with a cookie jar that does not follow redirects.
+// them (behind its guard), and a browser-like HTTP client with a cookie jar that does not follow redirects.
 type site struct {
 	t      testing.TB
 	client *delayq.Client
@@ -79,7 +79,11 @@ func newSite(t testing.TB, edit func(*Config)) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(d.Mount(api))
+	guarded, err := httpapi.NewGuard(httpapi.GuardConfig{CheckHost: len(cfg.Tokens) == 0}, d.Mount(api))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(guarded)
 	t.Cleanup(srv.Close)
 	s := &site{t: t, client: c, url: srv.URL, log: logs, tokens: cfg.Tokens, dash: d}
 	s.reg, _ = cfg.Registerer.(*prometheus.Registry)
