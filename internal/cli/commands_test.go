@@ -40,10 +40,13 @@ func TestHelp(t *testing.T) {
 		}
 	}
 	out, _ := runCLI(t, nil, "server", "--help")
-	for _, name := range []string{"DELAYQ_LISTEN", "DELAYQ_REDIS", "DELAYQ_DATA_DIR", "DELAYQ_NAMESPACE", "DELAYQ_AUTH_TOKENS", "DELAYQ_WEBHOOK_SECRET", "DELAYQ_WEBHOOK_ALLOW_CIDRS"} {
+	for _, name := range []string{"DELAYQ_LISTEN", "DELAYQ_REDIS", "DELAYQ_DATA_DIR", "DELAYQ_NAMESPACE", "DELAYQ_AUTH_TOKENS", "DELAYQ_WEBHOOK_SECRET", "DELAYQ_WEBHOOK_ALLOW_CIDRS", "DELAYQ_ALLOWED_HOSTS"} {
 		if !strings.Contains(out, name) {
 			t.Errorf("server --help does not name %s", name)
 		}
+	}
+	if !strings.Contains(out, "the dashboard only: the API on the same port still takes every call") {
+		t.Error("server --help does not say that --dashboard-read-only leaves the API as it is")
 	}
 	if _, err := runCLI(t, nil, "nosuchcommand"); err == nil || !strings.Contains(err.Error(), "unknown command") {
 		t.Errorf("unknown command: %v", err)

@@ -17,8 +17,8 @@ import (
 // client that reaches it may read and change every job.
 func guard(cfg serverConfig, h http.Handler, log *slog.Logger) (http.Handler, error) {
 	if cfg.open() && !onLoopback(cfg.listen) {
-		log.Warn("this server has no API tokens and listens beyond loopback: every client that reaches "+cfg.listen+
-			" may read and change every job. Give it tokens (--auth-token), or --listen 127.0.0.1:7070; it answers only "+
+		log.Warn("this server has no API tokens and listens beyond loopback: every client that reaches it may read and change "+
+			"every job; give it tokens (--auth-token), or --listen 127.0.0.1:7070. Browsers stay held off: it answers only "+
 			"localhost, IP addresses, the --listen host and --allowed-host names (docs/security.md)", "listen", cfg.listen)
 	}
 	if !cfg.open() && len(cfg.allowedHosts) > 0 {
