@@ -137,10 +137,32 @@ func statusOf(err error) (int, string) {
 	return http.StatusInternalServerError, "internal error: see the server's log"
 }
 
-// render writes template name with v, or an error when the template fails before anything
-// was written.
+// pageBudget bounds the bytes of one page. Each part of a page is bounded on its own (100
+// topics, 50 jobs, a body's first shownBytes, ...), so that no page comes near it; render
+// enforces it all the same, so that what a page builds in memory stays bounded whatever it
+// is given.
+const pageBudget = 4 << 20
+
+// errOverBudget stops a page that grows past pageBudget.
+var errOverBudget = errors.New("the page is over its budget")
+
+// budgetBuffer is a buffer that refuses to grow past limit bytes.
+type budgetBuffer struct {
+	bytes.Buffer
+	limit int
+}
+
+func (b *budgetBuffer) Write(p []byte) (int, error) {
+	if b.Len()+len(p) > b.limit {
+		return 0, errOverBudget
+	}
+	return b.Buffer.Write(p)
+}
+
+// render writes template name with v, or an error when the template fails, or grows past
+// pageBudget, before anything was written.
 func (d *Dashboard) render(w http.ResponseWriter, status int, name string, v any) {
-	var buf bytes.Buffer
+	buf := budgetBuffer{limit: pageBudget}
 	if err := pages.ExecuteTemplate(&buf, name, v); err != nil {
 		d.log.Error("dashboard: rendering a page", "template", name, "err", err)
 		http.Error(w, "internal error: see the server's log", http.StatusInternalServerError)

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -76,5 +77,28 @@ func TestActionFromAnotherOriginIsRefused(t *testing.T) {
 		if !s.topicStats("t").Paused {
 			t.Error("a pause from the dashboard's page was not applied")
 		}
+	}
+}
+
+// A page that would grow past its budget is not built: the template stops at the budget and
+// the answer is an error.
+func TestRenderRefusesAPageOverItsBudget(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for _, tc := range []struct {
+		size   int
+		status int
+	}{
+		{pageBudget / 2, http.StatusOK},
+		{pageBudget + 1, http.StatusInternalServerError},
+	} {
+		rec := httptest.NewRecorder()
+		s.dash.render(rec, http.StatusOK, "error", &view{Open: true, Title: "big", Data: strings.Repeat("x", tc.size)})
+		if rec.Code != tc.status || rec.Body.Len() > pageBudget {
+			t.Errorf("a page of %d bytes of data: %d, %d bytes", tc.size, rec.Code, rec.Body.Len())
+		}
+	}
+	if !strings.Contains(s.log.String(), "the page is over its budget") {
+		t.Errorf("the refusal is not logged:\n%s", s.log.String())
 	}
 }
