@@ -161,11 +161,13 @@ func (d *Dashboard) routes() {
 	page("GET /history", (*Dashboard).historyPage)
 	page("GET /topics/{topic}", (*Dashboard).topic)
 	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
+	page("GET /topics/{topic}/jobs/{id}/body", (*Dashboard).jobBody)
 	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)
 	page("POST /topics/{topic}/dead/{action}", (*Dashboard).deadAction)
 	page("POST /topics/{topic}/{action}", (*Dashboard).topicAction)
 	page("GET /schedules", (*Dashboard).schedules)
 	page("GET /schedules/{name}", (*Dashboard).schedule)
+	page("GET /schedules/{name}/body", (*Dashboard).scheduleBody)
 	page("POST /schedules/{name}/{action}", (*Dashboard).scheduleAction)
 }
 

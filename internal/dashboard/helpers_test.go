@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -218,4 +219,22 @@ func regexpFind(t testing.TB, s, pattern string) string {
 		t.Fatalf("no %s in:\n%.3000s", pattern, s)
 	}
 	return m[1]
+}
+
+// allocatedBy returns the bytes the process allocated while f ran: f's, and the little that
+// the site's background goroutines allocate meanwhile. A test that calls it must not be
+// parallel, so that no other test's allocations are counted.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// deepJSON is a JSON body of 20 KB: arrays nested depth deep around a wide one. Indented, it
+// would be about 2·depth² bytes.
+func deepJSON(depth int) []byte {
+	wide := strings.TrimSuffix(strings.Repeat("0,", 1000), ",")
+	return []byte(strings.Repeat("[", depth) + wide + strings.Repeat("]", depth))
 }

@@ -1,13 +1,8 @@
 package dashboard
 
 import (
-	"bytes"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiv1"
@@ -26,38 +21,6 @@ type jobData struct {
 	History  *jobHistory // nil without an archive
 }
 
-// body is a job's body as a page shows it.
-type body struct {
-	Kind   string // "json", "text", "binary" or "empty"
-	Text   string // pretty JSON, or the text
-	Base64 string // binary only
-	Hex    string // binary only: a hex dump of the first hexBytes
-	Size   int
-	Cut    bool // the hex dump stops before the end
-}
-
-// hexBytes bounds the hex dump of a binary body.
-const hexBytes = 4 << 10
-
-// showBody returns how a page shows b: JSON indented, other UTF-8 text as it is, anything
-// else as base64 and a hex dump. The template escapes every form.
-func showBody(b []byte, format delayq.Format) body {
-	out := body{Size: len(b)}
-	var pretty bytes.Buffer
-	switch {
-	case len(b) == 0:
-		out.Kind = "empty"
-	case format == delayq.FormatJSON && json.Indent(&pretty, b, "", "  ") == nil:
-		out.Kind, out.Text = "json", pretty.String()
-	case utf8.Valid(b) && !bytes.ContainsRune(b, 0):
-		out.Kind, out.Text = "text", string(b)
-	default:
-		out.Kind, out.Base64 = "binary", base64.StdEncoding.EncodeToString(b)
-		out.Hex, out.Cut = hex.Dump(b[:min(len(b), hexBytes)]), len(b) > hexBytes
-	}
-	return out
-}
-
 // job is GET /topics/{topic}/jobs/{id}: every field of the job, and its actions.
 func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	topic, id := r.PathValue("topic"), r.PathValue("id")
@@ -72,7 +35,16 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	}
 	h, _ := d.readJobHistory(ctx, topic, id)
 	v.Title = id
-	v.Data = jobData{Topic: topic, ID: id, Job: apiv1.NewJob(j), Body: showBody(j.Body, j.Format), Done: readDone(r), History: h}
+	v.Data = jobData{Topic: topic, ID: id, Job: withoutBody(j), Body: showBody(j.Body, j.Format, jobPath(topic, id)+"/body"),
+		Done: readDone(r), History: h}
 	d.render(w, http.StatusOK, "job", v)
 	return nil
+}
+
+// withoutBody is j in the API's model without its body, which a page shows through showBody,
+// within its bounds, or not at all: a list of 50 jobs of 1 MiB would otherwise hold 50 MiB more.
+func withoutBody(j *delayq.Job) *apiv1.Job {
+	bare := *j
+	bare.Body = nil
+	return apiv1.NewJob(&bare)
 }

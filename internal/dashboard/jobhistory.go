@@ -56,9 +56,11 @@ func (d *Dashboard) goneJob(w http.ResponseWriter, r *http.Request, v *view, not
 	if latest == nil {
 		return notFound
 	}
+	bare := *latest
+	bare.Body = nil // shown through showBody
 	v.Title = id
-	v.Data = jobData{Topic: topic, ID: id, Gone: true, Archived: apiv1.NewHistoryEntry(latest), History: h,
-		Body: showBody(latest.Body, delayq.Format(latest.Format)), Done: readDone(r)}
+	v.Data = jobData{Topic: topic, ID: id, Gone: true, Archived: apiv1.NewHistoryEntry(&bare), History: h,
+		Body: showBody(latest.Body, delayq.Format(latest.Format), jobPath(topic, id)+"/body"), Done: readDone(r)}
 	d.render(w, http.StatusOK, "job", v)
 	return nil
 }

@@ -233,3 +233,23 @@ func TestSearchBodiesIsBounded(t *testing.T) {
 		t.Errorf("a complete search:\n%s", a.body)
 	}
 }
+
+// A body of deep nesting would indent to a page of 160 MB, built in memory; the page shows
+// it as stored instead, and stays small whatever the body.
+func TestJobPageBoundsADeeplyNestedBody(t *testing.T) {
+	s := newSite(t, nil)
+	body := deepJSON(9000)
+	s.enqueue("t", delayq.Spec{ID: "deep", Body: body, Format: delayq.FormatJSON})
+	var a answer
+	alloc := allocatedBy(func() { a = s.get("/topics/t/jobs/deep") })
+	wantStatus(t, "job", a, http.StatusOK)
+	if len(a.body) > 1<<20 || alloc > 32<<20 {
+		t.Fatalf("the page of a %d-byte body: %d bytes, %d bytes allocated", len(body), len(a.body), alloc)
+	}
+	for _, want := range []string{`<pre class="body" id="body">` + strings.Repeat("[", 9000) + "0,0,", `id="body-note"`,
+		`<a href="/topics/t/jobs/deep/body" id="body-download">download</a>`} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("the job page lacks %.80q", want)
+		}
+	}
+}

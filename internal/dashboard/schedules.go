@@ -67,7 +67,7 @@ func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request, v *view) er
 	if err != nil {
 		return err
 	}
-	data := scheduleData{Schedule: apiv1.NewSchedule(sch), Body: showBody(sch.Spec.Job.Body, sch.Spec.Job.Format), Done: readDone(r)}
+	data := scheduleData{Schedule: apiv1.NewSchedule(sch), Body: showBody(sch.Spec.Job.Body, sch.Spec.Job.Format, schedulePath(sch.Name)+"/body"), Done: readDone(r)}
 	if !sch.LastTick.IsZero() {
 		data.LastJob = jobPath(sch.Spec.Topic, delayq.TickID(sch.Name, sch.LastTick))
 	}

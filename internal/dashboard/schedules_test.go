@@ -168,3 +168,23 @@ func mustZone(t *testing.T, name string) *time.Location {
 	}
 	return loc
 }
+
+// A schedule's job body of deep nesting is shown as stored, not indented into a page of
+// 160 MB.
+func TestSchedulePageBoundsADeeplyNestedBody(t *testing.T) {
+	s := newSite(t, nil)
+	body := deepJSON(9000)
+	s.putSchedule("deep", delayq.ScheduleSpec{Cron: "@hourly", Topic: "t", Job: delayq.Spec{Body: body, Format: delayq.FormatJSON}})
+	var a answer
+	alloc := allocatedBy(func() { a = s.get("/schedules/deep") })
+	wantStatus(t, "schedule", a, http.StatusOK)
+	if len(a.body) > 1<<20 || alloc > 32<<20 {
+		t.Fatalf("the page of a %d-byte body: %d bytes, %d bytes allocated", len(body), len(a.body), alloc)
+	}
+	for _, want := range []string{`<pre class="body" id="body">` + strings.Repeat("[", 9000) + "0,0,", `id="body-note"`,
+		`<a href="/schedules/deep/body" id="body-download">download</a>`} {
+		if !strings.Contains(a.body, want) {
+			t.Errorf("the schedule page lacks %.80q", want)
+		}
+	}
+}

@@ -47,8 +47,12 @@ func (d *Dashboard) topic(w http.ResponseWriter, r *http.Request, v *view) error
 	if err != nil {
 		return err
 	}
+	rows := make([]*apiv1.Job, len(jobs))
+	for i, j := range jobs {
+		rows[i] = withoutBody(j)
+	}
 	v.Title = name
-	v.Data = topicData{Stats: stats, State: state, States: states, Jobs: apiv1.NewJobs(jobs, false),
+	v.Data = topicData{Stats: stats, State: state, States: states, Jobs: rows,
 		Cursor: q.Get("cursor"), Next: next, Done: readDone(r), Charts: d.hist.topicCharts(name)}
 	d.render(w, http.StatusOK, "topic", v)
 	return nil
