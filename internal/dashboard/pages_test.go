@@ -1,10 +1,12 @@
 package dashboard
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -216,7 +218,7 @@ func TestSearchBodiesIsBounded(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ text, want string }{
-		{`"n":7,`, `1 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:7,</code>:` + "\n" + `2000 of its 2011 jobs read, the search stops there.`},
+		{`"n":7,`, `1 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:7,</code>:` + "\n" + `2000 of its 2011 jobs read (41.9 KiB of bodies), the search stopped there: it reads at most 2000 jobs or 32.0 MiB of bodies.`},
 		{`"n":2005,`, `0 job(s)`},
 		{`"n":1`, `50 job(s) of topic <strong>t</strong> whose body holds <code>&#34;n&#34;:1</code> (the first 50)`},
 	} {
@@ -229,7 +231,7 @@ func TestSearchBodiesIsBounded(t *testing.T) {
 	small.enqueue("t", delayq.Spec{ID: "a", Body: []byte("needle <script>")})
 	small.bury("u", "b")
 	a := small.get("/search?topic=t&body=" + url.QueryEscape("<script>"))
-	if !strings.Contains(a.body, `href="/topics/t/jobs/a"`) || !strings.Contains(a.body, "1 of its 1 jobs read.") {
+	if !strings.Contains(a.body, `href="/topics/t/jobs/a"`) || !strings.Contains(a.body, "1 of its 1 jobs read (15 B of bodies).") {
 		t.Errorf("a complete search:\n%s", a.body)
 	}
 }
@@ -251,5 +253,23 @@ func TestJobPageBoundsADeeplyNestedBody(t *testing.T) {
 		if !strings.Contains(a.body, want) {
 			t.Errorf("the job page lacks %.80q", want)
 		}
+	}
+}
+
+// A body search over bodies of 1 MiB stops at its byte budget, well before its job count, and
+// says so.
+func TestSearchBodiesStopsAtItsByteBudget(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	const jobs = 40
+	for i := range jobs {
+		body := bytes.Repeat([]byte{'a' + byte(i%26)}, 1<<20)
+		s.enqueue("big", delayq.Spec{ID: fmt.Sprintf("j%02d", i), Body: body, Delay: time.Hour + time.Duration(i)*time.Second})
+	}
+	a := s.get("/search?topic=big&body=needle")
+	wantStatus(t, "search", a, http.StatusOK)
+	read := regexpFind(t, a.body, `(\d+) of its 40 jobs read`)
+	if n, _ := strconv.Atoi(read); n > 32 || !strings.Contains(a.body, "(32.0 MiB of bodies), the search stopped there: it reads at most 2000 jobs or 32.0 MiB of bodies.") {
+		t.Errorf("a search over %d bodies of 1 MiB read %s of them:\n%.2000s", jobs, read, a.body)
 	}
 }

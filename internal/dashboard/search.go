@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -74,24 +75,38 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request, v *view) erro
 	return nil
 }
 
-// A body search reads at most bodyScanLimit jobs, scanPage at a time, and stops at maxFound
-// matches.
+// A body search reads at most bodyScanLimit jobs and bodyScanBytes of their bodies, and stops
+// at maxFound matches. It reads a page of jobs at a time, of at most scanPage jobs and as many
+// as could hold scanPageBytes were every body as large as a body may be (8 jobs of 1 MiB): a
+// page is held in memory whole, whatever its bodies are.
 const (
 	bodyScanLimit = 2000
+	bodyScanBytes = 32 << 20
 	scanPage      = 100
+	scanPageBytes = 8 << 20
 	maxFound      = 50
 )
+
+// maxBody is the largest body a job may have: the library's limit, which delayq server keeps.
+var maxBody = delayq.Limits{}.WithDefaults().MaxBody
 
 // bodyScan says what a body search read.
 type bodyScan struct {
 	Text     string
 	Scanned  int
+	Bytes    int64 // of the bodies read
 	Total    int64 // the topic's jobs
 	Complete bool  // every job was read
 }
 
+// Budget describes the bounds of a body search, for its page.
+func (bodyScan) Budget() string {
+	return fmt.Sprintf("%d jobs or %s of bodies", bodyScanLimit, humanBytes(bodyScanBytes))
+}
+
 // searchBodies returns the jobs of topic whose bodies contain text, reading the states in a
-// job's order, a page at a time, until bodyScanLimit jobs or maxFound matches.
+// job's order, a page at a time, until bodyScanLimit jobs, bodyScanBytes of bodies or maxFound
+// matches.
 func (d *Dashboard) searchBodies(ctx context.Context, topic, text string) ([]*apiv1.Job, bodyScan, error) {
 	scan := bodyScan{Text: text}
 	stats, err := d.c.Stats(ctx, topic)
@@ -103,17 +118,19 @@ func (d *Dashboard) searchBodies(ctx context.Context, topic, text string) ([]*ap
 	var found []*apiv1.Job
 	for _, st := range states {
 		for cursor := ""; ; {
-			if scan.Scanned >= bodyScanLimit || len(found) >= maxFound {
+			n := min(scanPage, scanPageBytes/maxBody, bodyScanLimit-scan.Scanned, int((bodyScanBytes-scan.Bytes)/int64(maxBody)))
+			if n < 1 || len(found) >= maxFound {
 				return found, scan, nil
 			}
-			jobs, next, err := d.c.Jobs(ctx, topic, st, min(scanPage, bodyScanLimit-scan.Scanned), cursor)
+			jobs, next, err := d.c.Jobs(ctx, topic, st, n, cursor)
 			if err != nil {
 				return nil, scan, err
 			}
 			for _, j := range jobs {
 				scan.Scanned++
+				scan.Bytes += int64(len(j.Body))
 				if bytes.Contains(j.Body, needle) && len(found) < maxFound {
-					found = append(found, apiv1.NewJob(j))
+					found = append(found, withoutBody(j))
 				}
 			}
 			if next == "" {
