@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 //	go test -run '^$' -bench Page -benchtime 20x ./internal/dashboard/
 //
 // DELAYQ_BENCH_JOBS sets the jobs of the big topic (default 100,000; half of them delayed, half
-// due), DELAYQ_BENCH_TOPICS the topics of the overview (default 1,000).
+// due), DELAYQ_BENCH_TOPICS the topics of the overview (default 1,000). Besides its time, each
+// reports the bytes of a page (page-B) and those allocated to serve it (B/op), which bound the
+// memory one request holds at once.
 
 func benchSize(b *testing.B, name string, def int) int {
 	if v := os.Getenv(name); v != "" {
@@ -30,6 +33,24 @@ func benchSize(b *testing.B, name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// fillTopics enqueues 3 jobs to each of n topics, in batches of one topic each, 8 at a time.
+func fillTopics(b *testing.B, c *delayq.Client, n int) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				fill(b, c, fmt.Sprintf("topic-%05d", i), "j", 3, time.Now().Add(time.Hour))
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 }
 
 // fill enqueues n jobs to topic, in batches, due at from plus their index in ms.
@@ -44,11 +65,13 @@ func fill(b *testing.B, c *delayq.Client, topic, prefix string, n int, from time
 		}
 		results, err := c.EnqueueBatch(ctx, topic, specs)
 		if err != nil {
-			b.Fatal(err)
+			b.Error(err)
+			return
 		}
 		for _, r := range results {
 			if r.Err != nil {
-				b.Fatal(r.Err)
+				b.Error(r.Err)
+				return
 			}
 		}
 		specs = specs[:0]
@@ -58,6 +81,8 @@ func fill(b *testing.B, c *delayq.Client, topic, prefix string, n int, from time
 // benchPage times GET path, which must answer 200 with rows rows of a table.
 func benchPage(b *testing.B, h http.Handler, path string, rows int) {
 	b.Helper()
+	b.ReportAllocs()
+	size := 0
 	b.ResetTimer()
 	for range b.N {
 		rec := httptest.NewRecorder()
@@ -68,15 +93,16 @@ func benchPage(b *testing.B, h http.Handler, path string, rows int) {
 		if got := strings.Count(rec.Body.String(), "<tr data-"); got != rows {
 			b.Fatalf("GET %s: %d rows, want %d", path, got, rows)
 		}
+		size = rec.Body.Len()
 	}
+	b.StopTimer()
+	b.ReportMetric(float64(size), "page-B")
 }
 
 func BenchmarkPageOverview(b *testing.B) {
 	s := newSite(b, nil)
 	topics := benchSize(b, "DELAYQ_BENCH_TOPICS", 1000)
-	for i := range topics {
-		fill(b, s.client, fmt.Sprintf("topic-%04d", i), "j", 3, time.Now().Add(time.Hour))
-	}
+	fillTopics(b, s.client, topics)
 	d, _ := New(Config{Client: s.client})
 	rows := min(topics, topicsPerPage)
 	b.Run(fmt.Sprintf("topics=%d", topics), func(b *testing.B) { benchPage(b, d, "/?sort=dead", rows) })
@@ -90,6 +116,7 @@ func BenchmarkPageTopic(b *testing.B) {
 	for i := range 100 {
 		s.bury("big", fmt.Sprintf("dead-%03d", i))
 	}
+	s.enqueue("big", delayq.Spec{ID: "deep", Body: deepJSON(9000), Format: delayq.FormatJSON, Delay: 2 * time.Hour})
 	fill(b, s.client, "big", "later", n/2, time.Now().Add(time.Hour))
 	fill(b, s.client, "big", "due", n-n/2, time.Now().Add(-time.Hour))
 	d, _ := New(Config{Client: s.client})
@@ -110,6 +137,7 @@ func BenchmarkPageTopic(b *testing.B) {
 		{"ready", "/topics/big?state=ready", jobsPerPage},
 		{"dead", "/topics/big?state=dead", jobsPerPage},
 		{"job", "/topics/big/jobs/later-00000001", 0},
+		{"job-deep-body", "/topics/big/jobs/deep", 0},
 		{"body-search", "/search?topic=big&body=nowhere", 0},
 	} {
 		b.Run(fmt.Sprintf("%s/jobs=%d", page.name, n), func(b *testing.B) { benchPage(b, d, page.path, page.rows) })
