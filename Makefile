@@ -45,6 +45,17 @@ ensure-chromium:
 test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
 	$(GO) test -race -count=1 -timeout 15m ./...
 
+# The library's and the HTTP API's tests, with redis-server the only thing installed (tests
+# that need PostgreSQL skip themselves): the quick loop while working on the core.
+CORE_PACKAGES = . ./delayqtest/ ./middleware/ ./internal/ackq/ ./internal/apiclient/ \
+	./internal/apiv1/ ./internal/coalesce/ ./internal/httpapi/ ./internal/ids/ ./internal/keys/ \
+	./internal/redisproc/ ./internal/redistest/ ./internal/redisurl/ ./internal/shardsub/ \
+	./internal/store/ ./internal/testwait/ ./internal/tracing/ ./internal/wake/
+
+.PHONY: test-core
+test-core: ensure-redis
+	DELAYQ_TEST_CORE=1 $(GO) test -race -count=1 -timeout 10m $(CORE_PACKAGES)
+
 test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
 	$(GO) test -race -count=1 -timeout 15m -short ./...
 

@@ -19,6 +19,9 @@ import (
 	"time"
 )
 
+// errNotInstalled is binDir's error when PostgreSQL's server binaries are not installed.
+var errNotInstalled = errors.New("PostgreSQL not found")
+
 // binDir returns the directory of the newest installed PostgreSQL's binaries: Debian installs
 // them in /usr/lib/postgresql/<major>/bin, off PATH; elsewhere initdb is on PATH.
 func binDir() (string, error) {
@@ -29,7 +32,7 @@ func binDir() (string, error) {
 	}
 	initdb, err := exec.LookPath("initdb")
 	if err != nil {
-		return "", fmt.Errorf("PostgreSQL not found (no initdb on PATH or in /usr/lib/postgresql): %s", installHint)
+		return "", fmt.Errorf("%w (no initdb on PATH or in /usr/lib/postgresql): %s", errNotInstalled, installHint)
 	}
 	if resolved, err := filepath.EvalSymlinks(initdb); err == nil {
 		initdb = resolved
