@@ -271,7 +271,8 @@ func TestExpiredLease(t *testing.T) {
 	e := newEnv(t, nil)
 	e.enqueue("x", map[string]any{"id": "j", "ttr_ms": 100, "backoff_ms": []int{0}})
 	first := e.reserveOne("x", nil)
-	again := e.reserveOne("x", map[string]any{"wait_ms": 5000})
+	// The second lease is long: the acks below must find it current however slow the machine.
+	again := e.reserveOne("x", map[string]any{"wait_ms": 5000, "ttr_ms": 30000})
 	if again.Attempts != 2 || again.LastError != "ttr exceeded" {
 		t.Fatalf("redelivery %+v", again)
 	}
