@@ -17,6 +17,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/dashboard"
 	"github.com/delayq/delayq/internal/embedded"
 	"github.com/delayq/delayq/internal/httpapi"
@@ -103,7 +104,7 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "redis", redisDesc,
-		"namespace", cfg.namespace, "auth", len(cfg.tokens) > 0, "webhooks", opts.secret != nil)
+		"namespace", cfg.namespace, "auth", !opts.keyring.Open(), "webhooks", opts.secret != nil)
 
 	var serveErr error
 	select {
@@ -164,6 +165,7 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	} else if len(opts.allow) > 0 {
 		log.Warn("--webhook-allow-cidr has no effect without --webhook-secret: push delivery is off")
 	}
+	keyring, limiter := opts.keyring, access.NewLimiter()
 	// Set below, before the listener opens, once the dispatcher exists.
 	var watchPush func(topic string)
 	handler, err := httpapi.New(httpapi.Config{
@@ -173,7 +175,8 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 			}
 		},
 		Client:         dq,
-		Tokens:         cfg.tokens,
+		Keyring:        keyring,
+		Limiter:        limiter,
 		MetricsPublic:  cfg.metricsPublic,
 		Metrics:        m,
 		Registry:       reg,
@@ -186,7 +189,7 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the HTTP API: %w", err)
 	}
-	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, history, log, handler)
+	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, history, log, handler, limiter)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,13 +244,13 @@ func startScheduler(dq *delayq.Client, log *slog.Logger) (stop func(), err error
 
 // mountDashboard puts the web dashboard in front of the API: it serves /, /login, /topics/...
 // and its assets, and the API every other path. Its charts sample the metrics until ctx ends.
-func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, history *archive.Store, log *slog.Logger, api http.Handler) (http.Handler, error) {
+func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, history *archive.Store, log *slog.Logger, api http.Handler, limiter *access.Limiter) (http.Handler, error) {
 	mode := "embedded"
 	if opts.redis != nil {
 		mode = opts.redis.Mode.String()
 	}
 	dc := dashboard.Config{
-		Client: dq, Redis: rdb, RedisMode: mode, Tokens: cfg.tokens, ReadOnly: cfg.dashboardReadOnly,
+		Client: dq, Redis: rdb, RedisMode: mode, Keyring: opts.keyring, Limiter: limiter, ReadOnly: cfg.dashboardReadOnly,
 		RequestTimeout: cfg.requestTimeout, Logger: log, Archive: history,
 	}
 	if reg != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/redisurl"
 	"github.com/delayq/delayq/internal/webhook"
 )
@@ -84,7 +85,7 @@ that the collector runs sooner when the heap nears it.`),
 	f.StringVar(&cfg.redisURL, "redis", "", "Redis URL: redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://; empty runs an embedded redis-server")
 	f.StringVar(&cfg.dataDir, "data-dir", "./delayq-data", "where the embedded redis-server keeps its append-only file and log")
 	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
-	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "API token that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
+	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "admin API token, at least 16 bytes, that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
 	f.StringVar(&cfg.webhookSecret, "webhook-secret", "", "whsec_-prefixed base64 secret that signs webhook deliveries; unset, jobs with a callback_url are refused")
 	f.StringVar(&cfg.webhookPrevious, "webhook-secret-previous", "", "the secret being rotated out: deliveries are signed with it too, so receivers that still know only it verify (see docs/webhooks.md)")
 	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
@@ -114,6 +115,7 @@ type serverOptions struct {
 	previous []byte           // nil: no rotation under way
 	allow    []netip.Prefix
 	level    slog.Level
+	keyring  *access.Keyring // the tokens; none: an open server
 }
 
 // validate checks everything that can be checked before anything starts.
@@ -133,11 +135,13 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 	} else if c.dataDir == "" {
 		fail("--data-dir: a directory is required for the embedded redis-server (or pass --redis)")
 	}
-	for _, tok := range c.tokens {
-		if tok == "" || strings.ContainsAny(tok, " \t\r\n,") {
-			fail("--auth-token: a token must be non-empty, without white space or commas")
-			break
+	for i, tok := range c.tokens {
+		if err := access.CheckToken(tok); err != nil {
+			fail("--auth-token (token %d of %d): %w", i+1, len(c.tokens), err)
 		}
+	}
+	if admins, err := access.Admins(c.tokens); err == nil {
+		o.keyring = access.NewKeyring(admins)
 	}
 	c.validateWebhooks(&o, fail)
 	c.archive.validate(fail)

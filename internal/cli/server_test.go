@@ -209,7 +209,7 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	env := map[string]string{
 		"DELAYQ_LISTEN":      "127.0.0.1:0",
 		"DELAYQ_NAMESPACE":   "from-env",
-		"DELAYQ_AUTH_TOKENS": "tok-a, tok-b",
+		"DELAYQ_AUTH_TOKENS": "tok-a-0123456789ab, tok-b-0123456789ab",
 		"DELAYQ_LOG_FORMAT":  "json",
 	}
 	dir := t.TempDir()
@@ -220,23 +220,23 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	}
 	_, err := s.run(t, "topics")
 	wantErr(t, err, "unauthenticated")
-	s.must(t, "topics", "--token", "tok-b")
-	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a"}, "topics"); err != nil {
+	s.must(t, "topics", "--token", "tok-b-0123456789ab")
+	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a-0123456789ab"}, "topics"); err != nil {
 		t.Errorf("client configured by DELAYQ_SERVER and DELAYQ_TOKEN: %v", err)
 	}
-	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a"}, "topics", "--token", "wrong"); err == nil {
+	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a-0123456789ab"}, "topics", "--token", "wrong"); err == nil {
 		t.Error("--token did not override DELAYQ_TOKEN")
 	}
 
 	// Flags win over the environment.
 	dir2 := t.TempDir()
-	s2 := startServerArgs(t, env, dir2, "server", "--data-dir", dir2, "--namespace", "from-flag", "--auth-token", "tok-c", "--log-format", "text")
+	s2 := startServerArgs(t, env, dir2, "server", "--data-dir", dir2, "--namespace", "from-flag", "--auth-token", "tok-c-0123456789ab", "--log-format", "text")
 	if !strings.Contains(s2.logs.String(), "namespace=from-flag") {
 		t.Errorf("--namespace did not override DELAYQ_NAMESPACE:\n%s", s2.logs)
 	}
-	_, err = s2.run(t, "topics", "--token", "tok-a")
+	_, err = s2.run(t, "topics", "--token", "tok-a-0123456789ab")
 	wantErr(t, err, "unauthenticated")
-	s2.must(t, "topics", "--token", "tok-c")
+	s2.must(t, "topics", "--token", "tok-c-0123456789ab")
 }
 
 func TestServerConfigErrors(t *testing.T) {
@@ -261,6 +261,8 @@ func TestServerConfigErrors(t *testing.T) {
 		{"bad partitions", nil, []string{"--partitions", "-1"}, "--partitions -1"},
 		{"bad partitions from env", map[string]string{"DELAYQ_PARTITIONS": "many"}, nil, "environment variable DELAYQ_PARTITIONS"},
 		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
+		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
+		{"short token from env", map[string]string{"DELAYQ_AUTH_TOKENS": "long-enough-token-0001,x"}, nil, "--auth-token (token 2 of 2): a token of 1 bytes is too short"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
 		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
 		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},

@@ -23,6 +23,8 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
+	"github.com/delayq/delayq/internal/clienthooks"
 )
 
 // Config configures the dashboard.
@@ -34,9 +36,16 @@ type Config struct {
 	// RedisMode names the deployment on the overview: "standalone", "sentinel", "cluster",
 	// "embedded".
 	RedisMode string
-	// Tokens are the API tokens; when set, /login takes one of them and every page needs the
-	// session it gives. Empty: the dashboard is open, as the API is.
+	// Tokens are the API tokens, each an admin's; when set, /login takes one of them and every
+	// page needs the session it gives. Empty: the dashboard is open, as the API is. Keyring,
+	// when set, is used instead.
 	Tokens []string
+	// Keyring holds the tokens and their principals, which it may replace while the dashboard
+	// serves; a session ends when its token is no longer there. Nil: a Keyring of Tokens.
+	Keyring *access.Keyring
+	// Limiter throttles wrong tokens at /login per client address; share the API's, so that
+	// the two count together. Nil: a Limiter of the dashboard's own.
+	Limiter *access.Limiter
 	// ReadOnly hides every action and refuses its POST.
 	ReadOnly bool
 	// Registerer receives the dashboard's action counter. Nil registers nothing.
@@ -59,7 +68,7 @@ type Dashboard struct {
 	redis    redis.UniversalClient
 	mode     string
 	auth     *sessions
-	logins   *loginLimiter
+	logins   *access.Limiter
 	readOnly bool
 	actions  *prometheus.CounterVec
 	hist     *history       // nil without charts
@@ -77,12 +86,19 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.RequestTimeout < 0 {
 		return nil, fmt.Errorf("dashboard: RequestTimeout %v is negative", cfg.RequestTimeout)
 	}
-	auth, err := newSessions(cfg.Tokens)
-	if err != nil {
-		return nil, err
+	keyring, logins := cfg.Keyring, cfg.Limiter
+	if keyring == nil {
+		admins, err := access.Admins(cfg.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: %w", err)
+		}
+		keyring = access.NewKeyring(admins)
+	}
+	if logins == nil {
+		logins = access.NewLimiter()
 	}
 	d := &Dashboard{
-		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, logins: newLoginLimiter(), readOnly: cfg.ReadOnly,
+		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: newSessions(keyring, clienthooks.Store(cfg.Client)), logins: logins, readOnly: cfg.ReadOnly,
 		timeout: cfg.RequestTimeout, log: cfg.Logger, archive: cfg.Archive,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "delayq", Name: "dashboard_actions_total",
@@ -145,6 +161,15 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if !strings.HasPrefix(r.URL.Path, assetPrefix) {
+		ctx, cancel := d.storeContext(r)
+		err := d.auth.load(ctx)
+		cancel()
+		if err != nil {
+			d.fail(w, r, nil, fmt.Errorf("loading the session key: %w", err))
+			return
+		}
+	}
 	d.mux.ServeHTTP(w, r)
 }
 

@@ -42,7 +42,11 @@ var (
 // dashboard.
 func (d *Dashboard) page(h pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ses, ok := d.auth.read(r)
+		ses, ok, err := d.auth.read(r, d.timeout)
+		if err != nil {
+			d.fail(w, r, nil, err)
+			return
+		}
 		if !ok && d.auth.open() {
 			ses, ok = d.auth.write(w, r, anonymous), true
 		}
@@ -54,7 +58,7 @@ func (d *Dashboard) page(h pageFunc) http.Handler {
 			d.fail(w, r, nil, errLogin)
 			return
 		}
-		v := &view{Who: ses.Who, CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly, History: d.archive != nil}
+		v := &view{Who: d.who(ses), CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly, History: d.archive != nil}
 		if r.Method == http.MethodPost {
 			if err := d.checkAction(r, ses); err != nil {
 				d.fail(w, r, v, err)
