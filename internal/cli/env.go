@@ -30,6 +30,7 @@ var envVars = []envVar{
 	{flag: "webhook-secret", name: "DELAYQ_WEBHOOK_SECRET", secret: true},
 	{flag: "webhook-allow-cidr", name: "DELAYQ_WEBHOOK_ALLOW_CIDRS", list: true},
 	// delayq server, extensions.
+	{flag: "auth-tokens-file", name: "DELAYQ_AUTH_TOKENS_FILE"},
 	{flag: "webhook-secret-previous", name: "DELAYQ_WEBHOOK_SECRET_PREVIOUS", secret: true},
 	{flag: "log-format", name: "DELAYQ_LOG_FORMAT"},
 	{flag: "log-level", name: "DELAYQ_LOG_LEVEL"},

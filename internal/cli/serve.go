@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +77,10 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 			log.Warn("closing the delayq client", "err", err)
 		}
 	})
+
+	if opts.tokens != nil {
+		started.add(watchTokensFile(ctx, opts.tokens, log))
+	}
 
 	handler, stopPush, err := newAPI(ctx, cfg, opts, dq, rdb, log, &started)
 	if err != nil {
@@ -222,6 +229,27 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	// A no-op after the shutdown has stopped it.
 	started.add(func() { stop(context.WithoutCancel(ctx)) })
 	return handler, stop, nil
+}
+
+// tokensFilePoll is how often the server looks whether the tokens file changed.
+const tokensFilePoll = 2 * time.Second
+
+// watchTokensFile reloads the tokens file on SIGHUP and when it changes, until the returned
+// function stops it.
+func watchTokensFile(ctx context.Context, f *access.TokensFile, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(ctx, tokensFilePoll, hup, log)
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
 }
 
 // startScheduler runs a Scheduler of the schedules on dq until the returned function stops it.

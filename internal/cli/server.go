@@ -25,6 +25,7 @@ type serverConfig struct {
 	dataDir            string
 	namespace          string
 	tokens             []string
+	tokensFile         string
 	webhookSecret      string
 	webhookPrevious    string
 	allowCIDRs         []string
@@ -69,7 +70,8 @@ that the collector runs sooner when the heap nears it.`),
 		Example: `  delayq server
   delayq server --listen :7070 --redis redis://:password@redis.internal:6379/0
   delayq server --redis 'redis+sentinel://s1:26379,s2:26379/mymaster'
-  delayq server --auth-token "$TOKEN" --webhook-secret whsec_...`,
+  delayq server --auth-token "$TOKEN" --webhook-secret whsec_...
+  delayq server --auth-tokens-file tokens.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := cfg.validate()
@@ -86,6 +88,7 @@ that the collector runs sooner when the heap nears it.`),
 	f.StringVar(&cfg.dataDir, "data-dir", "./delayq-data", "where the embedded redis-server keeps its append-only file and log")
 	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
 	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "admin API token, at least 16 bytes, that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
+	f.StringVar(&cfg.tokensFile, "auth-tokens-file", "", "JSON file of named API tokens, each with a role (admin, reader, producer, consumer) and topics; re-read on SIGHUP and when it changes (see docs/security.md)")
 	f.StringVar(&cfg.webhookSecret, "webhook-secret", "", "whsec_-prefixed base64 secret that signs webhook deliveries; unset, jobs with a callback_url are refused")
 	f.StringVar(&cfg.webhookPrevious, "webhook-secret-previous", "", "the secret being rotated out: deliveries are signed with it too, so receivers that still know only it verify (see docs/webhooks.md)")
 	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
@@ -115,7 +118,8 @@ type serverOptions struct {
 	previous []byte           // nil: no rotation under way
 	allow    []netip.Prefix
 	level    slog.Level
-	keyring  *access.Keyring // the tokens; none: an open server
+	keyring  *access.Keyring    // the tokens; none: an open server
+	tokens   *access.TokensFile // nil without --auth-tokens-file
 }
 
 // validate checks everything that can be checked before anything starts.
@@ -142,6 +146,14 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 	}
 	if admins, err := access.Admins(c.tokens); err == nil {
 		o.keyring = access.NewKeyring(admins)
+		if c.tokensFile != "" {
+			tf, err := access.OpenTokensFile(c.tokensFile, admins)
+			if err != nil {
+				fail("--auth-tokens-file: %w", err)
+			} else {
+				o.tokens, o.keyring = tf, tf.Keyring()
+			}
+		}
 	}
 	c.validateWebhooks(&o, fail)
 	c.archive.validate(fail)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -261,6 +262,9 @@ func TestServerConfigErrors(t *testing.T) {
 		{"bad partitions", nil, []string{"--partitions", "-1"}, "--partitions -1"},
 		{"bad partitions from env", map[string]string{"DELAYQ_PARTITIONS": "many"}, nil, "environment variable DELAYQ_PARTITIONS"},
 		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
+		{"no tokens file", nil, []string{"--auth-tokens-file", "/nonexistent/tokens.json"}, "--auth-tokens-file: stat /nonexistent/tokens.json"},
+		{"bad tokens file from env", map[string]string{"DELAYQ_AUTH_TOKENS_FILE": writeFile(t, `{"tokens": [{"name": "a", "token": "short", "role": "admin"}]}`)}, nil,
+			`token 1 ("a"): token: a token of 5 bytes is too short`},
 		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
 		{"short token from env", map[string]string{"DELAYQ_AUTH_TOKENS": "long-enough-token-0001,x"}, nil, "--auth-token (token 2 of 2): a token of 1 bytes is too short"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
@@ -347,5 +351,76 @@ func TestServerExpiresLeasesOfTopicsNobodyConsumes(t *testing.T) {
 	var st apiv1.TopicStats
 	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Reserved != 0 || st.LeasesExpired != 1 {
 		t.Fatalf("topic stats %s (%v); want 0 reserved, 1 lease expired", body, err)
+	}
+}
+
+// writeFile writes content to a new file and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// statusAs returns the status of a request to url with token.
+func statusAs(t *testing.T, method, url, token, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The server takes its tokens, roles and topics from --auth-tokens-file, and takes the file's
+// new tokens when it changes without a restart; a broken file leaves the tokens as they were.
+func TestServerReloadsTheTokensFile(t *testing.T) {
+	t.Parallel()
+	const producer, reader = "producer-token-0000001", "reader-token-000000001"
+	path := writeFile(t, `{"tokens": [{"name": "checkout", "token": "`+producer+`", "role": "producer", "topics": ["orders"]}]}`)
+	s := startServer(t, nil, "--auth-tokens-file", path)
+	if got := statusAs(t, "POST", s.URL+"/v1/topics/orders/jobs", producer, `{"id": "j1"}`); got != http.StatusCreated {
+		t.Errorf("the producer's enqueue on its topic: %d, want 201", got)
+	}
+	if got := statusAs(t, "POST", s.URL+"/v1/topics/payments/jobs", producer, `{"id": "j1"}`); got != http.StatusForbidden {
+		t.Errorf("the producer's enqueue on another topic: %d, want 403", got)
+	}
+	s.must(t, "get", "orders", "j1", "--token", producer)
+
+	replace := func(content string) {
+		t.Helper()
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace(`{"tokens": [{"name": "on-call", "token": "` + reader + `", "role": "reader"}]}`)
+	testwait.For(t, 15*time.Second, "the new tokens", func() bool {
+		return statusAs(t, "GET", s.URL+"/v1/topics", reader, "") == http.StatusOK &&
+			statusAs(t, "GET", s.URL+"/v1/topics/orders/jobs/j1", producer, "") == http.StatusUnauthorized
+	})
+	replace(`{"tokens": [`)
+	testwait.For(t, 15*time.Second, "the broken file's log line", func() bool {
+		return strings.Contains(s.logs.String(), "the tokens file was not reloaded")
+	})
+	if got := statusAs(t, "GET", s.URL+"/v1/topics", reader, ""); got != http.StatusOK {
+		t.Errorf("the reader after a broken file: %d, want 200", got)
+	}
+	if strings.Contains(s.logs.String(), reader) || strings.Contains(s.logs.String(), producer) {
+		t.Errorf("a token is logged:\n%s", s.logs.String())
 	}
 }

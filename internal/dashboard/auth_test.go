@@ -211,3 +211,86 @@ func TestLoginGoesOnlyToThisServer(t *testing.T) {
 		}
 	}
 }
+
+// browserOf returns s with a browser of its own, logged in with token.
+func (s *site) browserOf(token string) *site {
+	s.t.Helper()
+	b := *s
+	b.http = newBrowser(s.t.(*testing.T))
+	a := b.post("/login", url.Values{csrfField: {b.csrf("/login")}, "token": {token}})
+	if sessionCookieOf(a) == nil {
+		s.t.Fatalf("login: %d %q", a.status, a.header.Get("Location"))
+	}
+	return &b
+}
+
+// The dashboard offers each token only the actions its role allows on its topics, and refuses
+// the others, and the pages of other topics, with a reason that names the token.
+func TestDashboardOffersAndAllowsOnlyWhatTheRoleMay(t *testing.T) {
+	t.Parallel()
+	ps, err := access.ParseFile([]byte(`{"tokens": [
+		{"name": "on-call", "token": "reader-token-000000001", "role": "reader"},
+		{"name": "checkout", "token": "producer-token-0000001", "role": "producer", "topics": ["t"]},
+		{"name": "workers", "token": "consumer-token-0000001", "role": "consumer", "topics": ["t"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, func(c *Config) { c.Keyring = access.NewKeyring(ps) })
+	s.enqueue("t", delayq.Spec{ID: "j", Delay: time.Hour})
+	s.bury("t", "d")
+	s.enqueue("u", delayq.Spec{ID: "x", Delay: time.Hour})
+	shows := func(b *site, path, id string, want bool) {
+		t.Helper()
+		page := b.get(path)
+		wantStatus(t, path, page, http.StatusOK)
+		if got := strings.Contains(page.body, `id="`+id+`"`); got != want {
+			t.Errorf("%s shows %s: %v, want %v", path, id, got, want)
+		}
+	}
+	refused := func(b *site, method, path, who string) {
+		t.Helper()
+		var a answer
+		if method == "GET" {
+			a = b.get(path)
+		} else {
+			a = b.post(path, url.Values{csrfField: {b.csrf("/topics/t")}, "confirm": {"yes"}, "all": {"yes"}})
+		}
+		wantStatus(t, method+" "+path, a, http.StatusForbidden)
+		if !strings.Contains(a.body, who) || strings.Contains(a.body, "-token-") {
+			t.Errorf("%s %s: the refusal does not name %s, or shows a token:\n%s", method, path, who, a.body)
+		}
+	}
+
+	reader := s.browserOf("reader-token-000000001")
+	wantStatus(t, "the overview as a reader", reader.get("/"), http.StatusOK)
+	shows(reader, "/topics/t/jobs/j", "cancel", false)
+	shows(reader, "/topics/t", "topic-pause", false)
+	refused(reader, "POST", "/topics/t/jobs/j/cancel", "on-call")
+	refused(reader, "POST", "/topics/t/pause", "on-call")
+
+	producer := s.browserOf("producer-token-0000001")
+	refused(producer, "GET", "/", "checkout")
+	refused(producer, "GET", "/topics/u/jobs/x", "checkout")
+	shows(producer, "/topics/t/jobs/j", "cancel", true)
+	shows(producer, "/topics/t/jobs/d", "requeue", false)
+	shows(producer, "/topics/t", "topic-pause", false)
+	refused(producer, "POST", "/topics/t/jobs/d/requeue", "checkout")
+	refused(producer, "POST", "/topics/t/pause", "checkout")
+	refused(producer, "POST", "/topics/u/jobs/x/cancel", "checkout")
+
+	consumer := s.browserOf("consumer-token-0000001")
+	shows(consumer, "/topics/t/jobs/d", "requeue", true)
+	shows(consumer, "/topics/t/jobs/j", "cancel", false)
+	refused(consumer, "POST", "/topics/t/jobs/j/cancel", "workers")
+	refused(consumer, "POST", "/topics/t/pause", "workers")
+	if a := consumer.post("/topics/t/dead/requeue", url.Values{csrfField: {consumer.csrf("/topics/t")}, "confirm": {"yes"}, "id": {"d"}}); a.status != http.StatusSeeOther {
+		t.Errorf("a consumer's requeue on its topic: %d, want 303", a.status)
+	}
+
+	if s.state("t", "j") != "delayed" || s.state("u", "x") != "delayed" {
+		t.Errorf("refused actions changed jobs: j %s, x %s", s.state("t", "j"), s.state("u", "x"))
+	}
+	if st, err := s.client.Stats(context.Background(), "t"); err != nil || st.Paused {
+		t.Errorf("the topic: %+v, %v; want it not paused", st, err)
+	}
+}

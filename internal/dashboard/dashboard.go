@@ -173,25 +173,45 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d.mux.ServeHTTP(w, r)
 }
 
-// routes registers every page and action. Actions are POSTs; every page is a GET.
+// routes registers every page and action, each with what it does (access.Op), which decides
+// the tokens that may: reading pages needs a reader's token or an admin's, except a topic's
+// and a job's pages, which a producer's or consumer's token of the topic may see too. Actions
+// are POSTs; every page is a GET.
 func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET "+assetPrefix+"{name}", serveAsset)
 	d.mux.HandleFunc("GET /login", d.loginPage)
 	d.mux.HandleFunc("POST /login", d.login)
 	d.mux.HandleFunc("POST /logout", d.logout)
-	page := func(pattern string, h pageFunc) { d.mux.Handle(pattern, d.page(h)) }
-	page("GET /{$}", (*Dashboard).overview)
-	page("GET /overview/topics", (*Dashboard).overviewTopics)
-	page("GET /search", (*Dashboard).search)
-	page("GET /history", (*Dashboard).historyPage)
-	page("GET /topics/{topic}", (*Dashboard).topic)
-	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
-	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)
-	page("POST /topics/{topic}/dead/{action}", (*Dashboard).deadAction)
-	page("POST /topics/{topic}/{action}", (*Dashboard).topicAction)
-	page("GET /schedules", (*Dashboard).schedules)
-	page("GET /schedules/{name}", (*Dashboard).schedule)
-	page("POST /schedules/{name}/{action}", (*Dashboard).scheduleAction)
+	page := func(pattern string, op func(*http.Request) access.Op, h pageFunc) {
+		d.mux.Handle(pattern, d.page(op, h))
+	}
+	page("GET /{$}", is(access.Read), (*Dashboard).overview)
+	page("GET /overview/topics", is(access.Read), (*Dashboard).overviewTopics)
+	page("GET /search", is(access.Read), (*Dashboard).search)
+	page("GET /history", is(access.Read), (*Dashboard).historyPage)
+	page("GET /topics/{topic}", is(access.GetJob), (*Dashboard).topic)
+	page("GET /topics/{topic}/jobs/{id}", is(access.GetJob), (*Dashboard).job)
+	page("POST /topics/{topic}/jobs/{id}/{action}", jobActionOp, (*Dashboard).jobAction)
+	page("POST /topics/{topic}/dead/{action}", is(access.Consume), (*Dashboard).deadAction)
+	page("POST /topics/{topic}/{action}", is(access.Operate), (*Dashboard).topicAction)
+	page("GET /schedules", is(access.Read), (*Dashboard).schedules)
+	page("GET /schedules/{name}", is(access.Read), (*Dashboard).schedule)
+	page("POST /schedules/{name}/{action}", is(access.Operate), (*Dashboard).scheduleAction)
+}
+
+// is returns op for every request.
+func is(op access.Op) func(*http.Request) access.Op {
+	return func(*http.Request) access.Op { return op }
+}
+
+// jobActionOp is what an action on one job does: a dead job's requeue and delete are a
+// consumer's, the others (cancel, run now, reschedule) a producer's.
+func jobActionOp(r *http.Request) access.Op {
+	switch r.PathValue("action") {
+	case "requeue", "delete":
+		return access.Consume
+	}
+	return access.Produce
 }
 
 // storeContext bounds the store calls made for r.

@@ -69,6 +69,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}
+	if next == "/" && p.Allowed(access.Read, "") != nil {
+		next = landing(p)
+	}
 	d.auth.write(w, r, p.Fingerprint())
 	d.log.Info("dashboard: logged in", "who", p.Name, "role", p.Role, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -116,6 +119,17 @@ func (d *Dashboard) who(ses session) string {
 		return p.Name
 	}
 	return ses.Who
+}
+
+// landing is where a token that may not see the overview (a producer's, a consumer's) starts:
+// the page of its first topic named in full, or the overview, which says what it may not do.
+func landing(p *access.Principal) string {
+	for _, t := range p.Topics {
+		if !strings.HasSuffix(t, "*") {
+			return topicPath(t)
+		}
+	}
+	return "/"
 }
 
 // safeNext keeps a redirect target on this server: a path, never "//host" or a URL. It refuses

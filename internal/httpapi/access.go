@@ -37,3 +37,15 @@ func (a *api) authenticate(w http.ResponseWriter, r *http.Request) *access.Princ
 		msg: "this server needs an API token: Authorization: Bearer <token>"})
 	return nil
 }
+
+// permit serves r with next when its principal may do op on the topic its path names, and
+// refuses it with 403 permission_denied, naming the token and what it may not do, otherwise.
+func (a *api) permit(op access.Op, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := access.PrincipalOf(r.Context()).Allowed(op, r.PathValue("topic")); err != nil {
+			a.writeError(w, r, &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,5 +87,86 @@ func TestWrongTokensAreThrottledPerAddress(t *testing.T) {
 	}
 	if w := serveFrom(e.handler, guesser, "GET", "/v1/topics", ""); w.Code != http.StatusUnauthorized {
 		t.Errorf("no token at all from the throttled address: %d, want 401", w.Code)
+	}
+}
+
+// Every route of the table has an entry in the permissions table, and every entry is a route.
+func TestEveryRouteHasAPermission(t *testing.T) {
+	t.Parallel()
+	seen := map[string]bool{}
+	for _, rt := range routes() {
+		if _, ok := permissionOf(rt); !ok {
+			t.Errorf("route %s %s has no entry in permissions", rt.method, rt.path)
+		}
+		seen[rt.method+" "+rt.path] = true
+	}
+	for key := range permissions {
+		if !seen[key] {
+			t.Errorf("permissions has %q, which is no route", key)
+		}
+	}
+}
+
+const testTokensFile = `{"tokens": [
+	{"name": "ops", "token": "admin-token-0000000001", "role": "admin"},
+	{"name": "on-call", "token": "reader-token-000000001", "role": "reader"},
+	{"name": "checkout", "token_sha256": "SUM", "role": "producer", "topics": ["orders", "payments-*"]},
+	{"name": "workers", "token": "consumer-token-0000001", "role": "consumer", "topics": ["orders"]}
+]}`
+
+func TestTokensOfARoleMayDoOnlyWhatItAllows(t *testing.T) {
+	t.Parallel()
+	const producer = "producer-token-0000001"
+	sum := sha256.Sum256([]byte(producer))
+	ps, err := access.ParseFile([]byte(strings.Replace(testTokensFile, "SUM", hex.EncodeToString(sum[:]), 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) { c.Keyring = access.NewKeyring(ps) })
+	const addr = "192.0.2.9:5000"
+	tokens := map[string]string{"admin": "admin-token-0000000001", "reader": "reader-token-000000001",
+		"producer": producer, "consumer": "consumer-token-0000001"}
+	job := `{"id": "j1"}`
+	for _, c := range []struct {
+		method, path, body string
+		allowed            []string // the roles that may; the others get 403
+	}{
+		{"POST", "/v1/topics/orders/jobs", job, []string{"admin", "producer"}},
+		{"POST", "/v1/topics/payments-eu/jobs/batch", `{"jobs": [{"id": "b1"}]}`, []string{"admin", "producer"}},
+		{"GET", "/v1/topics/orders/jobs/j1", "", []string{"admin", "reader", "producer", "consumer"}},
+		{"PATCH", "/v1/topics/orders/jobs/j1", `{"delay_ms": 1000}`, []string{"admin", "producer"}},
+		{"POST", "/v1/topics/orders/reserve", `{"max": 1}`, []string{"admin", "consumer"}},
+		{"GET", "/v1/topics/orders/dead", "", []string{"admin", "reader", "consumer"}},
+		{"POST", "/v1/topics/orders/dead/requeue", `{"ids": ["none"]}`, []string{"admin", "consumer"}},
+		{"GET", "/v1/topics", "", []string{"admin", "reader"}},
+		{"GET", "/v1/topics/orders", "", []string{"admin", "reader"}},
+		{"GET", "/metrics", "", []string{"admin", "reader"}},
+		{"GET", "/v1/schedules", "", []string{"admin", "reader"}},
+		{"GET", "/v1/openapi.json", "", []string{"admin", "reader", "producer", "consumer"}},
+		{"POST", "/v1/topics/orders/pause", "", []string{"admin"}},
+		{"POST", "/v1/topics/orders/resume", "", []string{"admin"}},
+		{"DELETE", "/v1/topics/payments-eu/jobs/b1", "", []string{"admin", "producer"}},
+		// Out of the producer's and the consumer's topics.
+		{"POST", "/v1/topics/other/jobs", job, []string{"admin"}},
+		{"POST", "/v1/topics/other/reserve", `{"max": 1}`, []string{"admin"}},
+		{"GET", "/v1/topics/payments-eu/jobs/b1", "", []string{"admin", "reader", "producer"}},
+	} {
+		for _, role := range []string{"reader", "producer", "consumer", "admin"} {
+			w := serveBody(e.handler, addr, c.method, c.path, tokens[role], c.body)
+			allowed := slices.Contains(c.allowed, role)
+			if allowed == (w.Code == http.StatusForbidden) {
+				t.Errorf("%s %s as %s: %d %s; want allowed %v", c.method, c.path, role, w.Code, w.Body, allowed)
+				continue
+			}
+			if !allowed && (errorCode(w) != codePermission || strings.Contains(w.Body.String(), tokens[role])) {
+				t.Errorf("%s %s as %s: code %q, body %s; want %s without the token", c.method, c.path, role, errorCode(w), w.Body, codePermission)
+			}
+		}
+	}
+	w := serveBody(e.handler, addr, "POST", "/v1/topics/other/jobs", producer, job)
+	for _, want := range []string{`checkout`, `producer`, `other`} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("the refusal does not name %s: %s", want, w.Body)
+		}
 	}
 }

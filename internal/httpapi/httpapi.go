@@ -170,7 +170,11 @@ func New(cfg Config) (http.Handler, error) {
 	a.batchBytes = batchRequestBytes(a.lim, a.jobBytes, cfg.MaxBatchBytes)
 	a.mux = http.NewServeMux()
 	for _, rt := range routes() {
-		a.mux.Handle(rt.pattern(), a.wrap(rt.handle))
+		op, ok := permissionOf(rt)
+		if !ok {
+			return nil, fmt.Errorf("httpapi: route %s %s has no entry in the permissions table", rt.method, rt.path)
+		}
+		a.mux.Handle(rt.pattern(), a.permit(op, a.wrap(rt.handle)))
 	}
 	return a, nil
 }
