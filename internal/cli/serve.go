@@ -25,6 +25,7 @@ import (
 	"github.com/delayq/delayq/internal/embedded"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/metrics"
+	"github.com/delayq/delayq/internal/tlsreload"
 	"github.com/delayq/delayq/internal/webhook"
 )
 
@@ -109,8 +110,18 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	defer cancelBase()
 	srv := newHTTPServer(base, tracked, cfg.requestTimeout, log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "redis", redisDesc,
+	if cfg.tlsCert != "" {
+		pair, err := tlsreload.Load(cfg.tlsCert, cfg.tlsKey, log)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		srv.TLSConfig = pair.Config()
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
+	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "tls", cfg.tlsCert != "", "redis", redisDesc,
 		"namespace", cfg.namespace, "auth", !opts.keyring.Open(), "webhooks", opts.secret != nil)
 
 	var serveErr error

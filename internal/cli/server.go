@@ -15,6 +15,7 @@ import (
 
 	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/redisurl"
+	"github.com/delayq/delayq/internal/tlsreload"
 	"github.com/delayq/delayq/internal/webhook"
 )
 
@@ -26,6 +27,8 @@ type serverConfig struct {
 	namespace          string
 	tokens             []string
 	tokensFile         string
+	tlsCert            string
+	tlsKey             string
 	webhookSecret      string
 	webhookPrevious    string
 	allowCIDRs         []string
@@ -71,7 +74,7 @@ that the collector runs sooner when the heap nears it.`),
   delayq server --listen :7070 --redis redis://:password@redis.internal:6379/0
   delayq server --redis 'redis+sentinel://s1:26379,s2:26379/mymaster'
   delayq server --auth-token "$TOKEN" --webhook-secret whsec_...
-  delayq server --auth-tokens-file tokens.json`,
+  delayq server --listen :7443 --auth-tokens-file tokens.json --tls-cert cert.pem --tls-key key.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := cfg.validate()
@@ -84,6 +87,8 @@ that the collector runs sooner when the heap nears it.`),
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:7070", "HTTP listen address")
+	f.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS, HTTP/2 included, on --listen; a new certificate written over it is taken without a restart")
+	f.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	f.StringVar(&cfg.redisURL, "redis", "", "Redis URL: redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://; empty runs an embedded redis-server")
 	f.StringVar(&cfg.dataDir, "data-dir", "./delayq-data", "where the embedded redis-server keeps its append-only file and log")
 	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
@@ -153,6 +158,14 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 			} else {
 				o.tokens, o.keyring = tf, tf.Keyring()
 			}
+		}
+	}
+	switch {
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		fail("--tls-cert and --tls-key: give both, or neither")
+	case c.tlsCert != "":
+		if _, err := tlsreload.Load(c.tlsCert, c.tlsKey, slog.New(slog.DiscardHandler)); err != nil {
+			fail("--tls-cert, --tls-key: %w", err)
 		}
 	}
 	c.validateWebhooks(&o, fail)

@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -22,6 +23,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiclient"
 	"github.com/delayq/delayq/internal/apiv1"
+	"github.com/delayq/delayq/internal/certtest"
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
 )
@@ -262,6 +264,8 @@ func TestServerConfigErrors(t *testing.T) {
 		{"bad partitions", nil, []string{"--partitions", "-1"}, "--partitions -1"},
 		{"bad partitions from env", map[string]string{"DELAYQ_PARTITIONS": "many"}, nil, "environment variable DELAYQ_PARTITIONS"},
 		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
+		{"tls cert without key", nil, []string{"--tls-cert", "cert.pem"}, "--tls-cert and --tls-key: give both, or neither"},
+		{"tls files missing", map[string]string{"DELAYQ_TLS_CERT": "/nonexistent/c.pem", "DELAYQ_TLS_KEY": "/nonexistent/k.pem"}, nil, "--tls-cert, --tls-key: TLS: stat /nonexistent/c.pem"},
 		{"no tokens file", nil, []string{"--auth-tokens-file", "/nonexistent/tokens.json"}, "--auth-tokens-file: stat /nonexistent/tokens.json"},
 		{"bad tokens file from env", map[string]string{"DELAYQ_AUTH_TOKENS_FILE": writeFile(t, `{"tokens": [{"name": "a", "token": "short", "role": "admin"}]}`)}, nil,
 			`token 1 ("a"): token: a token of 5 bytes is too short`},
@@ -423,4 +427,53 @@ func TestServerReloadsTheTokensFile(t *testing.T) {
 	if strings.Contains(s.logs.String(), reader) || strings.Contains(s.logs.String(), producer) {
 		t.Errorf("a token is logged:\n%s", s.logs.String())
 	}
+}
+
+// With --tls-cert and --tls-key the server speaks HTTPS, HTTP/2 included, sets its session
+// cookie Secure, and takes a new certificate without a restart; the CLI reaches it with
+// --ca-cert.
+func TestServerServesHTTPS(t *testing.T) {
+	t.Parallel()
+	ca := certtest.NewCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	ca.Issue(1, certFile, keyFile)
+	const token = "https-token-000000001"
+	s := startServer(t, map[string]string{"DELAYQ_TLS_KEY": keyFile}, "--tls-cert", certFile, "--auth-token", token)
+	url := "https://" + strings.TrimPrefix(s.URL, "http://")
+
+	if out, err := runCLI(t, map[string]string{"DELAYQ_CA_CERT": ca.CertFile}, "topics", "--server", url, "--token", token); err != nil {
+		t.Errorf("delayq topics with --ca-cert: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, nil, "topics", "--server", url, "--token", token); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without --ca-cert: err = %v, want a certificate error", err)
+	}
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: ca.Pool}, ForceAttemptHTTP2: true, DisableKeepAlives: true,
+	}}
+	login := func() *http.Response {
+		t.Helper()
+		resp, err := client.Get(url + "/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := login()
+	if resp.ProtoMajor != 2 {
+		t.Errorf("protocol %s, want HTTP/2", resp.Proto)
+	}
+	var secure bool
+	for _, c := range resp.Cookies() {
+		secure = secure || (c.Name == "delayq_session" && c.Secure)
+	}
+	if !secure {
+		t.Errorf("the session cookie over HTTPS is not Secure: %v", resp.Header.Values("Set-Cookie"))
+	}
+	ca.Issue(2, certFile, keyFile)
+	testwait.For(t, 15*time.Second, "the new certificate", func() bool {
+		return login().TLS.PeerCertificates[0].SerialNumber.Int64() == 2
+	})
 }
