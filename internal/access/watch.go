@@ -41,7 +41,8 @@ func OpenTokensFile(path string, static []*Principal) (*TokensFile, error) {
 // Keyring is the Keyring the file keeps.
 func (f *TokensFile) Keyring() *Keyring { return f.keyring }
 
-// Reload reads the file again now, and reports whether its tokens changed.
+// Reload reads the file again now, and reports whether its tokens changed. It is not to be
+// called while Run runs, which reloads on its own.
 func (f *TokensFile) Reload() (bool, error) { return f.load() }
 
 func (f *TokensFile) load() (bool, error) {
