@@ -6,6 +6,8 @@ package apiclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +30,9 @@ type Config struct {
 	// HTTPClient sends the requests. Defaults to a client with no overall timeout, since a
 	// reserve may wait up to a minute; the context of each call bounds it instead.
 	HTTPClient *http.Client
+	// RootCAs, when set, are the certificate authorities an https:// server's certificate is
+	// checked against, instead of the system's; only with the default HTTPClient.
+	RootCAs *x509.CertPool
 	// UserAgent is sent with every request. Defaults to "delayq-apiclient".
 	UserAgent string
 }
@@ -55,6 +60,13 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{base: strings.TrimRight(u.String(), "/"), token: cfg.Token, http: cfg.HTTPClient, agent: cfg.UserAgent}
 	if c.http == nil {
 		c.http = &http.Client{}
+		if cfg.RootCAs != nil {
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.TLSClientConfig = &tls.Config{RootCAs: cfg.RootCAs, MinVersion: tls.VersionTLS12}
+			c.http.Transport = t
+		}
+	} else if cfg.RootCAs != nil {
+		return nil, errors.New("apiclient: RootCAs with an HTTPClient of the caller's: set them in its transport")
 	}
 	if c.agent == "" {
 		c.agent = "delayq-apiclient"

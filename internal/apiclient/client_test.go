@@ -2,6 +2,7 @@ package apiclient_test
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -368,5 +369,36 @@ func TestSchedules(t *testing.T) {
 	req.Cron = "@every 500ms"
 	if _, _, err := c.PutSchedule(ctx, "fast", req); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" || !strings.Contains(apiErr.Message, "cron") {
 		t.Fatalf("an interval under 1s: %v", err)
+	}
+}
+
+// A client given RootCAs trusts an https:// server whose certificate they signed, and one
+// without them does not.
+func TestClientTrustsItsRootCAs(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}`))
+	}))
+	t.Cleanup(srv.Close)
+	pool := x509.NewCertPool()
+	pool.AddCert(srv.Certificate())
+	ctx := testContext(t)
+	c, err := apiclient.New(apiclient.Config{BaseURL: srv.URL, RootCAs: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Healthz(ctx); err != nil {
+		t.Errorf("Healthz with the server's CA: %v", err)
+	}
+	c, err = apiclient.New(apiclient.Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Healthz(ctx); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("Healthz without the server's CA: %v, want a certificate error", err)
+	}
+	if _, err := apiclient.New(apiclient.Config{BaseURL: srv.URL, RootCAs: pool, HTTPClient: srv.Client()}); err == nil {
+		t.Error("RootCAs with an HTTPClient of the caller's was accepted")
 	}
 }

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -19,6 +21,7 @@ import (
 type clientOptions struct {
 	server  string
 	token   string
+	caCert  string
 	json    bool
 	timeout time.Duration
 }
@@ -30,12 +33,21 @@ func clientCmd(cmd *cobra.Command, run func(ctx context.Context, c *apiclient.Cl
 	f := cmd.Flags()
 	f.StringVar(&o.server, "server", "http://127.0.0.1:7070", "address of the delayq server")
 	f.StringVar(&o.token, "token", "", "API token, sent as \"Authorization: Bearer <token>\"")
+	f.StringVar(&o.caCert, "ca-cert", "", "PEM file of the certificate authority that signed an https:// server's certificate, trusted besides the system's")
 	f.BoolVar(&o.json, "json", false, "print the API's JSON instead of a table")
 	f.DurationVar(&o.timeout, "timeout", 30*time.Second, "bound on the request (a reserve's --wait comes on top)")
 	documentEnv(f)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
 		server := serverURL(o.server)
-		c, err := apiclient.New(apiclient.Config{BaseURL: server, Token: o.token, UserAgent: "delayq-cli"})
+		cfg := apiclient.Config{BaseURL: server, Token: o.token, UserAgent: "delayq-cli"}
+		if o.caCert != "" {
+			pool, err := caPool(o.caCert)
+			if err != nil {
+				return fmt.Errorf("--ca-cert: %w", err)
+			}
+			cfg.RootCAs = pool
+		}
+		c, err := apiclient.New(cfg)
 		if err != nil {
 			return fmt.Errorf("--server: %w", err)
 		}
@@ -50,6 +62,22 @@ func clientCmd(cmd *cobra.Command, run func(ctx context.Context, c *apiclient.Cl
 		return err
 	}
 	return cmd
+}
+
+// caPool returns the system's certificate authorities and those of the PEM file at path.
+func caPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // serverURL reads --server: an address without a scheme ("127.0.0.1:7070") is taken as http.

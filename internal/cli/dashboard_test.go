@@ -25,7 +25,7 @@ func TestServerMountsTheDashboard(t *testing.T) {
 	if body, _ := httpGet(t, ro.URL+"/topics/dash/jobs/j1"); strings.Contains(body, `id="cancel"`) {
 		t.Error("a read-only dashboard shows the cancel action")
 	}
-	locked := startServer(t, nil, "--auth-token", "secret-token")
+	locked := startServer(t, nil, "--auth-token", "secret-token-0123456")
 	if body, status := httpGet(t, locked.URL+"/"); status != 200 || !strings.Contains(body, `id="token"`) {
 		t.Errorf("GET / with tokens: %d, not the login page:\n%.1000s", status, body)
 	}

@@ -31,6 +31,9 @@ var envVars = []envVar{
 	{flag: "webhook-allow-cidr", name: "DELAYQ_WEBHOOK_ALLOW_CIDRS", list: true},
 	// delayq server, extensions.
 	{flag: "allowed-host", name: "DELAYQ_ALLOWED_HOSTS", list: true},
+	{flag: "auth-tokens-file", name: "DELAYQ_AUTH_TOKENS_FILE"},
+	{flag: "tls-cert", name: "DELAYQ_TLS_CERT"},
+	{flag: "tls-key", name: "DELAYQ_TLS_KEY"},
 	{flag: "webhook-secret-previous", name: "DELAYQ_WEBHOOK_SECRET_PREVIOUS", secret: true},
 	{flag: "log-format", name: "DELAYQ_LOG_FORMAT"},
 	{flag: "log-level", name: "DELAYQ_LOG_LEVEL"},
@@ -55,6 +58,7 @@ var envVars = []envVar{
 	// Client commands.
 	{flag: "server", name: "DELAYQ_SERVER"},
 	{flag: "token", name: "DELAYQ_TOKEN", secret: true},
+	{flag: "ca-cert", name: "DELAYQ_CA_CERT"},
 }
 
 // applyEnv sets each of cmd's flags that was not given from its environment variable.

@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,10 +20,12 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/dashboard"
 	"github.com/delayq/delayq/internal/embedded"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/metrics"
+	"github.com/delayq/delayq/internal/tlsreload"
 	"github.com/delayq/delayq/internal/webhook"
 )
 
@@ -74,6 +79,10 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 		}
 	})
 
+	if opts.tokens != nil {
+		started.add(watchTokensFile(ctx, opts.tokens, log))
+	}
+
 	handler, stopPush, err := newAPI(ctx, cfg, opts, dq, rdb, log, &started)
 	if err != nil {
 		return err
@@ -104,9 +113,19 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	defer cancelBase()
 	srv := newHTTPServer(base, tracked, cfg.requestTimeout, log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "redis", redisDesc,
-		"namespace", cfg.namespace, "auth", len(cfg.tokens) > 0, "webhooks", opts.secret != nil)
+	if cfg.tlsCert != "" {
+		pair, err := tlsreload.Load(cfg.tlsCert, cfg.tlsKey, log)
+		if err != nil {
+			_ = ln.Close()
+			return fmt.Errorf("--tls-cert, --tls-key: %w", err)
+		}
+		srv.TLSConfig = pair.Config()
+		go func() { served <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { served <- srv.Serve(ln) }()
+	}
+	log.Info("listening on "+ln.Addr().String(), "addr", ln.Addr().String(), "tls", cfg.tlsCert != "", "redis", redisDesc,
+		"namespace", cfg.namespace, "auth", !opts.keyring.Open(), "webhooks", opts.secret != nil)
 
 	var serveErr error
 	select {
@@ -167,6 +186,7 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	} else if len(opts.allow) > 0 {
 		log.Warn("--webhook-allow-cidr has no effect without --webhook-secret: push delivery is off")
 	}
+	keyring, limiter := opts.keyring, access.NewLimiter()
 	// Set below, before the listener opens, once the dispatcher exists.
 	var watchPush func(topic string)
 	handler, err := httpapi.New(httpapi.Config{
@@ -176,7 +196,8 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 			}
 		},
 		Client:         dq,
-		Tokens:         cfg.tokens,
+		Keyring:        keyring,
+		Limiter:        limiter,
 		MetricsPublic:  cfg.metricsPublic,
 		Metrics:        m,
 		Registry:       reg,
@@ -189,7 +210,7 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the HTTP API: %w", err)
 	}
-	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, history, log, handler)
+	handler, err = mountDashboard(ctx, cfg, opts, dq, rdb, reg, history, log, handler, limiter)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -224,6 +245,27 @@ func newAPI(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *dela
 	return handler, stop, nil
 }
 
+// tokensFilePoll is how often the server looks whether the tokens file changed.
+const tokensFilePoll = 2 * time.Second
+
+// watchTokensFile reloads the tokens file on SIGHUP and when it changes, until the returned
+// function stops it.
+func watchTokensFile(ctx context.Context, f *access.TokensFile, log *slog.Logger) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Run(ctx, tokensFilePoll, hup, log)
+	}()
+	return func() {
+		signal.Stop(hup)
+		cancel()
+		<-done
+	}
+}
+
 // startScheduler runs a Scheduler of the schedules on dq until the returned function stops it.
 func startScheduler(dq *delayq.Client, log *slog.Logger) (stop func(), err error) {
 	s, err := delayq.NewScheduler(dq, delayq.SchedulerConfig{Logger: log})
@@ -244,13 +286,13 @@ func startScheduler(dq *delayq.Client, log *slog.Logger) (stop func(), err error
 
 // mountDashboard puts the web dashboard in front of the API: it serves /, /login, /topics/...
 // and its assets, and the API every other path. Its charts sample the metrics until ctx ends.
-func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, history *archive.Store, log *slog.Logger, api http.Handler) (http.Handler, error) {
+func mountDashboard(ctx context.Context, cfg serverConfig, opts *serverOptions, dq *delayq.Client, rdb redis.UniversalClient, reg *prometheus.Registry, history *archive.Store, log *slog.Logger, api http.Handler, limiter *access.Limiter) (http.Handler, error) {
 	mode := "embedded"
 	if opts.redis != nil {
 		mode = opts.redis.Mode.String()
 	}
 	dc := dashboard.Config{
-		Client: dq, Redis: rdb, RedisMode: mode, Tokens: cfg.tokens, ReadOnly: cfg.dashboardReadOnly,
+		Client: dq, Redis: rdb, RedisMode: mode, Keyring: opts.keyring, Limiter: limiter, ReadOnly: cfg.dashboardReadOnly,
 		RequestTimeout: cfg.requestTimeout, Logger: log, Archive: history,
 	}
 	if reg != nil {

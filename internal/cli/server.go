@@ -13,8 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/redisurl"
+	"github.com/delayq/delayq/internal/tlsreload"
 	"github.com/delayq/delayq/internal/webhook"
 )
 
@@ -26,6 +28,9 @@ type serverConfig struct {
 	namespace          string
 	tokens             []string
 	allowedHosts       []string
+	tokensFile         string
+	tlsCert            string
+	tlsKey             string
 	webhookSecret      string
 	webhookPrevious    string
 	allowCIDRs         []string
@@ -70,7 +75,8 @@ that the collector runs sooner when the heap nears it.`),
 		Example: `  delayq server
   delayq server --listen :7070 --redis redis://:password@redis.internal:6379/0
   delayq server --redis 'redis+sentinel://s1:26379,s2:26379/mymaster'
-  delayq server --auth-token "$TOKEN" --webhook-secret whsec_...`,
+  delayq server --auth-token "$TOKEN" --webhook-secret whsec_...
+  delayq server --listen :7443 --auth-tokens-file tokens.json --tls-cert cert.pem --tls-key key.pem`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := cfg.validate()
@@ -83,11 +89,14 @@ that the collector runs sooner when the heap nears it.`),
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.listen, "listen", "127.0.0.1:7070", "HTTP listen address")
+	f.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS, HTTP/2 included, on --listen; a new certificate written over it is taken without a restart")
+	f.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	f.StringVar(&cfg.redisURL, "redis", "", "Redis URL: redis://, rediss://, unix://, redis+sentinel:// or redis+cluster://; empty runs an embedded redis-server")
 	f.StringVar(&cfg.dataDir, "data-dir", "./delayq-data", "where the embedded redis-server keeps its append-only file and log")
 	f.StringVar(&cfg.namespace, "namespace", "delayq", "key prefix, so that several deployments can share one Redis")
-	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "API token that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
+	f.StringArrayVar(&cfg.tokens, "auth-token", nil, "admin API token, at least 16 bytes, that /v1/ requests must send as \"Authorization: Bearer <token>\"; repeatable")
 	f.StringArrayVar(&cfg.allowedHosts, "allowed-host", nil, "host name that a server without API tokens answers besides localhost, IP addresses and the --listen host, such as queue.internal; repeatable (docs/security.md)")
+	f.StringVar(&cfg.tokensFile, "auth-tokens-file", "", "JSON file of named API tokens, each with a role (admin, reader, producer, consumer) and topics; re-read on SIGHUP and when it changes (see docs/security.md)")
 	f.StringVar(&cfg.webhookSecret, "webhook-secret", "", "whsec_-prefixed base64 secret that signs webhook deliveries; unset, jobs with a callback_url are refused")
 	f.StringVar(&cfg.webhookPrevious, "webhook-secret-previous", "", "the secret being rotated out: deliveries are signed with it too, so receivers that still know only it verify (see docs/webhooks.md)")
 	f.StringArrayVar(&cfg.allowCIDRs, "webhook-allow-cidr", nil, "private address range that callbacks may reach, such as 10.0.0.0/8; repeatable")
@@ -111,7 +120,7 @@ that the collector runs sooner when the heap nears it.`),
 }
 
 // open reports whether the server has no API tokens: anyone who reaches it may do anything.
-func (c *serverConfig) open() bool { return len(c.tokens) == 0 }
+func (c *serverConfig) open() bool { return len(c.tokens) == 0 && c.tokensFile == "" }
 
 // serverOptions are the parsed forms of the settings that need parsing.
 type serverOptions struct {
@@ -120,6 +129,8 @@ type serverOptions struct {
 	previous []byte           // nil: no rotation under way
 	allow    []netip.Prefix
 	level    slog.Level
+	keyring  *access.Keyring    // the tokens; none: an open server
+	tokens   *access.TokensFile // nil without --auth-tokens-file
 }
 
 // validate checks everything that can be checked before anything starts.
@@ -139,10 +150,28 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 	} else if c.dataDir == "" {
 		fail("--data-dir: a directory is required for the embedded redis-server (or pass --redis)")
 	}
-	for _, tok := range c.tokens {
-		if tok == "" || strings.ContainsAny(tok, " \t\r\n,") {
-			fail("--auth-token: a token must be non-empty, without white space or commas")
-			break
+	for i, tok := range c.tokens {
+		if err := access.CheckToken(tok); err != nil {
+			fail("--auth-token (token %d of %d): %w", i+1, len(c.tokens), err)
+		}
+	}
+	if admins, err := access.Admins(c.tokens); err == nil {
+		o.keyring = access.NewKeyring(admins)
+		if c.tokensFile != "" {
+			tf, err := access.OpenTokensFile(c.tokensFile, admins)
+			if err != nil {
+				fail("--auth-tokens-file: %w", err)
+			} else {
+				o.tokens, o.keyring = tf, tf.Keyring()
+			}
+		}
+	}
+	switch {
+	case (c.tlsCert == "") != (c.tlsKey == ""):
+		fail("--tls-cert and --tls-key: give both, or neither")
+	case c.tlsCert != "":
+		if _, err := tlsreload.Load(c.tlsCert, c.tlsKey, slog.New(slog.DiscardHandler)); err != nil {
+			fail("--tls-cert, --tls-key: %w", err)
 		}
 	}
 	for _, h := range c.allowedHosts {

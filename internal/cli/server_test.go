@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -21,6 +23,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/apiclient"
 	"github.com/delayq/delayq/internal/apiv1"
+	"github.com/delayq/delayq/internal/certtest"
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
 )
@@ -247,7 +250,7 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	env := map[string]string{
 		"DELAYQ_LISTEN":      "127.0.0.1:0",
 		"DELAYQ_NAMESPACE":   "from-env",
-		"DELAYQ_AUTH_TOKENS": "tok-a, tok-b",
+		"DELAYQ_AUTH_TOKENS": "tok-a-0123456789ab, tok-b-0123456789ab",
 		"DELAYQ_LOG_FORMAT":  "json",
 	}
 	dir := t.TempDir()
@@ -258,23 +261,23 @@ func TestFlagsOverrideEnv(t *testing.T) {
 	}
 	_, err := s.run(t, "topics")
 	wantErr(t, err, "unauthenticated")
-	s.must(t, "topics", "--token", "tok-b")
-	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a"}, "topics"); err != nil {
+	s.must(t, "topics", "--token", "tok-b-0123456789ab")
+	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a-0123456789ab"}, "topics"); err != nil {
 		t.Errorf("client configured by DELAYQ_SERVER and DELAYQ_TOKEN: %v", err)
 	}
-	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a"}, "topics", "--token", "wrong"); err == nil {
+	if _, err := runCLI(t, map[string]string{"DELAYQ_SERVER": s.URL, "DELAYQ_TOKEN": "tok-a-0123456789ab"}, "topics", "--token", "wrong"); err == nil {
 		t.Error("--token did not override DELAYQ_TOKEN")
 	}
 
 	// Flags win over the environment.
 	dir2 := t.TempDir()
-	s2 := startServerArgs(t, env, dir2, "server", "--data-dir", dir2, "--namespace", "from-flag", "--auth-token", "tok-c", "--log-format", "text")
+	s2 := startServerArgs(t, env, dir2, "server", "--data-dir", dir2, "--namespace", "from-flag", "--auth-token", "tok-c-0123456789ab", "--log-format", "text")
 	if !strings.Contains(s2.logs.String(), "namespace=from-flag") {
 		t.Errorf("--namespace did not override DELAYQ_NAMESPACE:\n%s", s2.logs)
 	}
-	_, err = s2.run(t, "topics", "--token", "tok-a")
+	_, err = s2.run(t, "topics", "--token", "tok-a-0123456789ab")
 	wantErr(t, err, "unauthenticated")
-	s2.must(t, "topics", "--token", "tok-c")
+	s2.must(t, "topics", "--token", "tok-c-0123456789ab")
 }
 
 func TestServerConfigErrors(t *testing.T) {
@@ -301,6 +304,13 @@ func TestServerConfigErrors(t *testing.T) {
 		{"empty token", nil, []string{"--auth-token", ""}, "--auth-token"},
 		{"allowed host with a scheme", nil, []string{"--allowed-host", "http://queue.internal"}, `--allowed-host: allowed host "http://queue.internal": want a host name`},
 		{"allowed host with a port from env", map[string]string{"DELAYQ_ALLOWED_HOSTS": "a.internal, b.internal:7070"}, nil, `allowed host "b.internal:7070"`},
+		{"tls cert without key", nil, []string{"--tls-cert", "cert.pem"}, "--tls-cert and --tls-key: give both, or neither"},
+		{"tls files missing", map[string]string{"DELAYQ_TLS_CERT": "/nonexistent/c.pem", "DELAYQ_TLS_KEY": "/nonexistent/k.pem"}, nil, "--tls-cert, --tls-key: TLS: stat /nonexistent/c.pem"},
+		{"no tokens file", nil, []string{"--auth-tokens-file", "/nonexistent/tokens.json"}, "--auth-tokens-file: stat /nonexistent/tokens.json"},
+		{"bad tokens file from env", map[string]string{"DELAYQ_AUTH_TOKENS_FILE": writeFile(t, `{"tokens": [{"name": "a", "token": "short", "role": "admin"}]}`)}, nil,
+			`token 1 ("a"): token: a token of 5 bytes is too short`},
+		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
+		{"short token from env", map[string]string{"DELAYQ_AUTH_TOKENS": "long-enough-token-0001,x"}, nil, "--auth-token (token 2 of 2): a token of 1 bytes is too short"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
 		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
 		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},
@@ -385,5 +395,148 @@ func TestServerExpiresLeasesOfTopicsNobodyConsumes(t *testing.T) {
 	var st apiv1.TopicStats
 	if err := json.Unmarshal([]byte(body), &st); err != nil || st.Reserved != 0 || st.LeasesExpired != 1 {
 		t.Fatalf("topic stats %s (%v); want 0 reserved, 1 lease expired", body, err)
+	}
+}
+
+// writeFile writes content to a new file and returns its path.
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// statusAs returns the status of a request to url with token.
+func statusAs(t *testing.T, method, url, token, body string) int {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// The server takes its tokens, roles and topics from --auth-tokens-file, and takes the file's
+// new tokens when it changes without a restart; a broken file leaves the tokens as they were.
+func TestServerReloadsTheTokensFile(t *testing.T) {
+	t.Parallel()
+	const producer, reader = "producer-token-0000001", "reader-token-000000001"
+	path := writeFile(t, `{"tokens": [{"name": "checkout", "token": "`+producer+`", "role": "producer", "topics": ["orders"]}]}`)
+	s := startServer(t, nil, "--auth-tokens-file", path)
+	if got := statusAs(t, "POST", s.URL+"/v1/topics/orders/jobs", producer, `{"id": "j1"}`); got != http.StatusCreated {
+		t.Errorf("the producer's enqueue on its topic: %d, want 201", got)
+	}
+	if got := statusAs(t, "POST", s.URL+"/v1/topics/payments/jobs", producer, `{"id": "j1"}`); got != http.StatusForbidden {
+		t.Errorf("the producer's enqueue on another topic: %d, want 403", got)
+	}
+	s.must(t, "get", "orders", "j1", "--token", producer)
+
+	replace := func(content string) {
+		t.Helper()
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replace(`{"tokens": [{"name": "on-call", "token": "` + reader + `", "role": "reader"}]}`)
+	testwait.For(t, 15*time.Second, "the new tokens", func() bool {
+		return statusAs(t, "GET", s.URL+"/v1/topics", reader, "") == http.StatusOK &&
+			statusAs(t, "GET", s.URL+"/v1/topics/orders/jobs/j1", producer, "") == http.StatusUnauthorized
+	})
+	replace(`{"tokens": [`)
+	testwait.For(t, 15*time.Second, "the broken file's log line", func() bool {
+		return strings.Contains(s.logs.String(), "the tokens file was not reloaded")
+	})
+	if got := statusAs(t, "GET", s.URL+"/v1/topics", reader, ""); got != http.StatusOK {
+		t.Errorf("the reader after a broken file: %d, want 200", got)
+	}
+	if strings.Contains(s.logs.String(), reader) || strings.Contains(s.logs.String(), producer) {
+		t.Errorf("a token is logged:\n%s", s.logs.String())
+	}
+}
+
+// With --tls-cert and --tls-key the server speaks HTTPS, HTTP/2 included, sets its session
+// cookie Secure, and takes a new certificate without a restart; the CLI reaches it with
+// --ca-cert.
+func TestServerServesHTTPS(t *testing.T) {
+	t.Parallel()
+	ca := certtest.NewCA(t)
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	ca.Issue(1, certFile, keyFile)
+	const token = "https-token-000000001"
+	s := startServer(t, map[string]string{"DELAYQ_TLS_KEY": keyFile}, "--tls-cert", certFile, "--auth-token", token)
+	url := "https://" + strings.TrimPrefix(s.URL, "http://")
+
+	if out, err := runCLI(t, map[string]string{"DELAYQ_CA_CERT": ca.CertFile}, "topics", "--server", url, "--token", token); err != nil {
+		t.Errorf("delayq topics with --ca-cert: %v\n%s", err, out)
+	}
+	if _, err := runCLI(t, nil, "topics", "--server", url, "--token", token); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("without --ca-cert: err = %v, want a certificate error", err)
+	}
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: ca.Pool}, ForceAttemptHTTP2: true, DisableKeepAlives: true,
+	}}
+	login := func() *http.Response {
+		t.Helper()
+		resp, err := client.Get(url + "/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := login()
+	if resp.ProtoMajor != 2 {
+		t.Errorf("protocol %s, want HTTP/2", resp.Proto)
+	}
+	var secure bool
+	for _, c := range resp.Cookies() {
+		secure = secure || (c.Name == "delayq_session" && c.Secure)
+	}
+	if !secure {
+		t.Errorf("the session cookie over HTTPS is not Secure: %v", resp.Header.Values("Set-Cookie"))
+	}
+	ca.Issue(2, certFile, keyFile)
+	testwait.For(t, 15*time.Second, "the new certificate", func() bool {
+		return login().TLS.PeerCertificates[0].SerialNumber.Int64() == 2
+	})
+}
+
+// A server whose only tokens come from --auth-tokens-file is not open: like one with
+// --auth-token, it serves any Host, since its tokens protect it, and warns of no open server.
+func TestServerWithATokensFileIsNotOpen(t *testing.T) {
+	t.Parallel()
+	const reader = "reader-token-000000001"
+	path := writeFile(t, `{"tokens": [{"name": "on-call", "token": "`+reader+`", "role": "reader"}]}`)
+	s := startServer(t, nil, "--auth-tokens-file", path)
+	req, err := http.NewRequest("GET", s.URL+"/v1/topics", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = "queue.example"
+	req.Header.Set("Authorization", "Bearer "+reader)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/topics with Host queue.example and a reader token: %d, want 200", resp.StatusCode)
 	}
 }

@@ -1,13 +1,17 @@
 package dashboard
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/access"
 )
 
 // sessionCookieOf returns the session cookie a response set, or nil.
@@ -67,39 +71,94 @@ func TestSessionCookieIsSecureOverTLS(t *testing.T) {
 	}
 }
 
-func TestSessionsRefuseForgeries(t *testing.T) {
-	t.Parallel()
-	auth, err := newSessions([]string{"tok"})
+// testSessions returns a session keeper of tokens whose signing key is key, without Redis:
+// for readValue and encode alone.
+func testSessions(t *testing.T, key string, tokens ...string) *sessions {
+	t.Helper()
+	admins, err := access.Admins(tokens)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := newSessions(access.NewKeyring(admins), nil)
+	k := []byte(key)
+	s.key.Store(&k)
+	return s
+}
+
+func TestSessionsRefuseForgeries(t *testing.T) {
+	t.Parallel()
+	auth := testSessions(t, "key", "tok")
 	rec := &responseRecorder{header: http.Header{}}
 	r, _ := http.NewRequest(http.MethodGet, "/", nil)
-	who, _ := auth.login("tok")
+	who := auth.login("tok").Fingerprint()
 	auth.write(rec, r, who)
 	good := sessionCookieOf(answer{header: rec.header})
 	payload, sig, _ := strings.Cut(good.Value, ".")
-	other, _ := newSessions([]string{"another"})
+	other := testSessions(t, "another key", "tok")
 	for name, value := range map[string]string{
 		"good":          good.Value,
 		"bad signature": payload + "." + sig[:len(sig)-2] + "xx",
 		"other server":  payload + "." + other.sign(payload),
 		"no signature":  payload,
 	} {
-		r, _ := http.NewRequest(http.MethodGet, "/", nil)
-		r.AddCookie(&http.Cookie{Name: sessionCookie, Value: value})
-		ses, ok := auth.read(r)
+		ses, ok := auth.readValue(value)
 		if ok != (name == "good") || (ok && ses.Who != who) {
-			t.Errorf("%s: read = %+v, %v", name, ses, ok)
+			t.Errorf("%s: readValue = %+v, %v", name, ses, ok)
 		}
 	}
-	expired, _ := newSessions([]string{"tok"})
 	ses := session{ID: "x", Who: who, Exp: time.Now().Add(-time.Second).Unix()}
-	if _, ok := expired.readValue(expired.encode(ses)); ok {
+	if _, ok := auth.readValue(auth.encode(ses)); ok {
 		t.Error("an expired session is accepted")
 	}
-	if _, ok := other.readValue(good.Value); ok {
+	if _, ok := testSessions(t, "key", "another-token").readValue(good.Value); ok {
 		t.Error("a session of a token the server no longer has is accepted")
+	}
+}
+
+// Logging out ends the session on every server of the deployment: a copy of its cookie, sent
+// to this server or another on the same Redis, opens nothing and changes nothing.
+func TestLogoutEndsTheSessionOnEveryServer(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.Tokens = []string{"right-token"} })
+	s.enqueue("t", delayq.Spec{ID: "j", Delay: time.Hour})
+	other, err := New(Config{Client: s.client, Tokens: s.tokens, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSrv := httptest.NewServer(other)
+	t.Cleanup(otherSrv.Close)
+
+	s.post("/login", url.Values{csrfField: {s.csrf("/login")}, "token": {"right-token"}})
+	u, _ := url.Parse(s.url)
+	var copied *http.Cookie
+	for _, c := range s.http.Jar.Cookies(u) {
+		if c.Name == sessionCookie {
+			copied = c
+		}
+	}
+	csrf := s.csrf("/")
+	withCopy := func(base, method, path string, form url.Values) answer {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(copied)
+		resp, err := newBrowser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return answer{status: resp.StatusCode, header: resp.Header}
+	}
+	wantStatus(t, "the copy on the other server before the logout", withCopy(otherSrv.URL, "GET", "/topics/t", nil), http.StatusOK)
+	wantStatus(t, "logout", s.post("/logout", url.Values{csrfField: {csrf}}), http.StatusSeeOther)
+	for _, base := range []string{s.url, otherSrv.URL} {
+		if a := withCopy(base, "GET", "/topics/t", nil); a.status != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/login") {
+			t.Errorf("a copy of the logged-out cookie: %d %q, want a redirect to /login", a.status, a.header.Get("Location"))
+		}
+		a := withCopy(base, "POST", "/topics/t/pause", url.Values{csrfField: {csrf}, "confirm": {"yes"}})
+		wantStatus(t, "an action with a copy of the logged-out cookie", a, http.StatusForbidden)
+	}
+	if st, err := s.client.Stats(context.Background(), "t"); err != nil || st.Paused {
+		t.Errorf("the topic: %+v, %v; want it not paused", st, err)
 	}
 }
 
@@ -153,20 +212,85 @@ func TestLoginGoesOnlyToThisServer(t *testing.T) {
 	}
 }
 
-// Servers given the same tokens accept each other's sessions, in whatever order they list them.
-func TestSessionsDoNotDependOnTheTokensOrder(t *testing.T) {
+// browserOf returns s with a browser of its own, logged in with token.
+func (s *site) browserOf(token string) *site {
+	s.t.Helper()
+	b := *s
+	b.http = newBrowser(s.t.(*testing.T))
+	a := b.post("/login", url.Values{csrfField: {b.csrf("/login")}, "token": {token}})
+	if sessionCookieOf(a) == nil {
+		s.t.Fatalf("login: %d %q", a.status, a.header.Get("Location"))
+	}
+	return &b
+}
+
+// The dashboard offers each token only the actions its role allows on its topics, and refuses
+// the others, and the pages of other topics, with a reason that names the token.
+func TestDashboardOffersAndAllowsOnlyWhatTheRoleMay(t *testing.T) {
 	t.Parallel()
-	one, err := newSessions([]string{"first-token", "second-token"})
+	ps, err := access.ParseFile([]byte(`{"tokens": [
+		{"name": "on-call", "token": "reader-token-000000001", "role": "reader"},
+		{"name": "checkout", "token": "producer-token-0000001", "role": "producer", "topics": ["t"]},
+		{"name": "workers", "token": "consumer-token-0000001", "role": "consumer", "topics": ["t"]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := newSessions([]string{"second-token", "first-token"})
-	if err != nil {
-		t.Fatal(err)
+	s := newSite(t, func(c *Config) { c.Keyring = access.NewKeyring(ps) })
+	s.enqueue("t", delayq.Spec{ID: "j", Delay: time.Hour})
+	s.bury("t", "d")
+	s.enqueue("u", delayq.Spec{ID: "x", Delay: time.Hour})
+	shows := func(b *site, path, id string, want bool) {
+		t.Helper()
+		page := b.get(path)
+		wantStatus(t, path, page, http.StatusOK)
+		if got := strings.Contains(page.body, `id="`+id+`"`); got != want {
+			t.Errorf("%s shows %s: %v, want %v", path, id, got, want)
+		}
 	}
-	who, _ := one.login("first-token")
-	ses := session{ID: "x", Who: who, Exp: time.Now().Add(time.Hour).Unix()}
-	if _, ok := other.readValue(one.encode(ses)); !ok {
-		t.Error("a server with the same tokens in another order refuses the session")
+	refused := func(b *site, method, path, who string) {
+		t.Helper()
+		var a answer
+		if method == "GET" {
+			a = b.get(path)
+		} else {
+			a = b.post(path, url.Values{csrfField: {b.csrf("/topics/t")}, "confirm": {"yes"}, "all": {"yes"}})
+		}
+		wantStatus(t, method+" "+path, a, http.StatusForbidden)
+		if !strings.Contains(a.body, who) || strings.Contains(a.body, "-token-") {
+			t.Errorf("%s %s: the refusal does not name %s, or shows a token:\n%s", method, path, who, a.body)
+		}
+	}
+
+	reader := s.browserOf("reader-token-000000001")
+	wantStatus(t, "the overview as a reader", reader.get("/"), http.StatusOK)
+	shows(reader, "/topics/t/jobs/j", "cancel", false)
+	shows(reader, "/topics/t", "topic-pause", false)
+	refused(reader, "POST", "/topics/t/jobs/j/cancel", "on-call")
+	refused(reader, "POST", "/topics/t/pause", "on-call")
+
+	producer := s.browserOf("producer-token-0000001")
+	refused(producer, "GET", "/", "checkout")
+	refused(producer, "GET", "/topics/u/jobs/x", "checkout")
+	shows(producer, "/topics/t/jobs/j", "cancel", true)
+	shows(producer, "/topics/t/jobs/d", "requeue", false)
+	shows(producer, "/topics/t", "topic-pause", false)
+	refused(producer, "POST", "/topics/t/jobs/d/requeue", "checkout")
+	refused(producer, "POST", "/topics/t/pause", "checkout")
+	refused(producer, "POST", "/topics/u/jobs/x/cancel", "checkout")
+
+	consumer := s.browserOf("consumer-token-0000001")
+	shows(consumer, "/topics/t/jobs/d", "requeue", true)
+	shows(consumer, "/topics/t/jobs/j", "cancel", false)
+	refused(consumer, "POST", "/topics/t/jobs/j/cancel", "workers")
+	refused(consumer, "POST", "/topics/t/pause", "workers")
+	if a := consumer.post("/topics/t/dead/requeue", url.Values{csrfField: {consumer.csrf("/topics/t")}, "confirm": {"yes"}, "id": {"d"}}); a.status != http.StatusSeeOther {
+		t.Errorf("a consumer's requeue on its topic: %d, want 303", a.status)
+	}
+
+	if s.state("t", "j") != "delayed" || s.state("u", "x") != "delayed" {
+		t.Errorf("refused actions changed jobs: j %s, x %s", s.state("t", "j"), s.state("u", "x"))
+	}
+	if st, err := s.client.Stats(context.Background(), "t"); err != nil || st.Paused {
+		t.Errorf("the topic: %+v, %v; want it not paused", st, err)
 	}
 }

@@ -23,6 +23,8 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
+	"github.com/delayq/delayq/internal/clienthooks"
 )
 
 // Config configures the dashboard.
@@ -34,9 +36,16 @@ type Config struct {
 	// RedisMode names the deployment on the overview: "standalone", "sentinel", "cluster",
 	// "embedded".
 	RedisMode string
-	// Tokens are the API tokens; when set, /login takes one of them and every page needs the
-	// session it gives. Empty: the dashboard is open, as the API is.
+	// Tokens are the API tokens, each an admin's; when set, /login takes one of them and every
+	// page needs the session it gives. Empty: the dashboard is open, as the API is. Keyring,
+	// when set, is used instead.
 	Tokens []string
+	// Keyring holds the tokens and their principals, which it may replace while the dashboard
+	// serves; a session ends when its token is no longer there. Nil: a Keyring of Tokens.
+	Keyring *access.Keyring
+	// Limiter throttles wrong tokens at /login per client address; share the API's, so that
+	// the two count together. Nil: a Limiter of the dashboard's own.
+	Limiter *access.Limiter
 	// ReadOnly hides every action and refuses its POST.
 	ReadOnly bool
 	// Registerer receives the dashboard's action counter. Nil registers nothing.
@@ -59,7 +68,7 @@ type Dashboard struct {
 	redis    redis.UniversalClient
 	mode     string
 	auth     *sessions
-	logins   *loginLimiter
+	logins   *access.Limiter
 	readOnly bool
 	actions  *prometheus.CounterVec
 	hist     *history       // nil without charts
@@ -77,12 +86,19 @@ func New(cfg Config) (*Dashboard, error) {
 	if cfg.RequestTimeout < 0 {
 		return nil, fmt.Errorf("dashboard: RequestTimeout %v is negative", cfg.RequestTimeout)
 	}
-	auth, err := newSessions(cfg.Tokens)
-	if err != nil {
-		return nil, err
+	keyring, logins := cfg.Keyring, cfg.Limiter
+	if keyring == nil {
+		admins, err := access.Admins(cfg.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: %w", err)
+		}
+		keyring = access.NewKeyring(admins)
+	}
+	if logins == nil {
+		logins = access.NewLimiter()
 	}
 	d := &Dashboard{
-		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: auth, logins: newLoginLimiter(), readOnly: cfg.ReadOnly,
+		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: newSessions(keyring, clienthooks.Store(cfg.Client)), logins: logins, readOnly: cfg.ReadOnly,
 		timeout: cfg.RequestTimeout, log: cfg.Logger, archive: cfg.Archive,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "delayq", Name: "dashboard_actions_total",
@@ -145,30 +161,59 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
+	if !strings.HasPrefix(r.URL.Path, assetPrefix) {
+		ctx, cancel := d.storeContext(r)
+		err := d.auth.load(ctx)
+		cancel()
+		if err != nil {
+			d.fail(w, r, nil, fmt.Errorf("loading the session key: %w", err))
+			return
+		}
+	}
 	d.mux.ServeHTTP(w, r)
 }
 
-// routes registers every page and action. Actions are POSTs; every page is a GET.
+// routes registers every page and action, each with what it does (access.Op), which decides
+// the tokens that may: reading pages needs a reader's token or an admin's, except a topic's
+// and a job's pages, which a producer's or consumer's token of the topic may see too. Actions
+// are POSTs; every page is a GET.
 func (d *Dashboard) routes() {
 	d.mux.HandleFunc("GET "+assetPrefix+"{name}", serveAsset)
 	d.mux.HandleFunc("GET /login", d.loginPage)
 	d.mux.HandleFunc("POST /login", d.login)
 	d.mux.HandleFunc("POST /logout", d.logout)
-	page := func(pattern string, h pageFunc) { d.mux.Handle(pattern, d.page(h)) }
-	page("GET /{$}", (*Dashboard).overview)
-	page("GET /overview/topics", (*Dashboard).overviewTopics)
-	page("GET /search", (*Dashboard).search)
-	page("GET /history", (*Dashboard).historyPage)
-	page("GET /topics/{topic}", (*Dashboard).topic)
-	page("GET /topics/{topic}/jobs/{id}", (*Dashboard).job)
-	page("GET /topics/{topic}/jobs/{id}/body", (*Dashboard).jobBody)
-	page("POST /topics/{topic}/jobs/{id}/{action}", (*Dashboard).jobAction)
-	page("POST /topics/{topic}/dead/{action}", (*Dashboard).deadAction)
-	page("POST /topics/{topic}/{action}", (*Dashboard).topicAction)
-	page("GET /schedules", (*Dashboard).schedules)
-	page("GET /schedules/{name}", (*Dashboard).schedule)
-	page("GET /schedules/{name}/body", (*Dashboard).scheduleBody)
-	page("POST /schedules/{name}/{action}", (*Dashboard).scheduleAction)
+	page := func(pattern string, op func(*http.Request) access.Op, h pageFunc) {
+		d.mux.Handle(pattern, d.page(op, h))
+	}
+	page("GET /{$}", is(access.Read), (*Dashboard).overview)
+	page("GET /overview/topics", is(access.Read), (*Dashboard).overviewTopics)
+	page("GET /search", is(access.Read), (*Dashboard).search)
+	page("GET /history", is(access.Read), (*Dashboard).historyPage)
+	page("GET /topics/{topic}", is(access.GetJob), (*Dashboard).topic)
+	page("GET /topics/{topic}/jobs/{id}", is(access.GetJob), (*Dashboard).job)
+	page("GET /topics/{topic}/jobs/{id}/body", is(access.GetJob), (*Dashboard).jobBody)
+	page("POST /topics/{topic}/jobs/{id}/{action}", jobActionOp, (*Dashboard).jobAction)
+	page("POST /topics/{topic}/dead/{action}", is(access.Consume), (*Dashboard).deadAction)
+	page("POST /topics/{topic}/{action}", is(access.Operate), (*Dashboard).topicAction)
+	page("GET /schedules", is(access.Read), (*Dashboard).schedules)
+	page("GET /schedules/{name}", is(access.Read), (*Dashboard).schedule)
+	page("GET /schedules/{name}/body", is(access.Read), (*Dashboard).scheduleBody)
+	page("POST /schedules/{name}/{action}", is(access.Operate), (*Dashboard).scheduleAction)
+}
+
+// is returns op for every request.
+func is(op access.Op) func(*http.Request) access.Op {
+	return func(*http.Request) access.Op { return op }
+}
+
+// jobActionOp is what an action on one job does: a dead job's requeue and delete are a
+// consumer's, the others (cancel, run now, reschedule) a producer's.
+func jobActionOp(r *http.Request) access.Op {
+	switch r.PathValue("action") {
+	case "requeue", "delete":
+		return access.Consume
+	}
+	return access.Produce
 }
 
 // storeContext bounds the store calls made for r.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/access"
 )
 
 // view is what every page template gets besides its own data.
@@ -20,6 +21,20 @@ type view struct {
 	History  bool   // the job history is archived: the header links its search
 	Title    string
 	Data     any
+
+	principal *access.Principal // the token's; nil on an open dashboard
+}
+
+// Can reports whether the page may offer an action of kind op ("produce", "consume",
+// "operate") on topic ("" for none): the dashboard is not read-only and the session's token
+// may. The server checks again when the action comes.
+func (v *view) Can(op, topic string) bool {
+	if v.ReadOnly {
+		return false
+	}
+	ops := map[string]access.Op{"produce": access.Produce, "consume": access.Consume, "operate": access.Operate}
+	o, ok := ops[op]
+	return ok && v.principal.Allowed(o, topic) == nil
 }
 
 // pageFunc serves one page or action for a session that may see it.
@@ -39,11 +54,15 @@ var (
 )
 
 // page wraps h with the session checks: without a session a page redirects to /login (an
-// action is refused); every POST needs the session's CSRF token, and is refused on a read-only
-// dashboard.
-func (d *Dashboard) page(h pageFunc) http.Handler {
+// action is refused); a session whose token may not do op(r) on the topic is refused; every
+// POST needs the session's CSRF token, and is refused on a read-only dashboard.
+func (d *Dashboard) page(op func(*http.Request) access.Op, h pageFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ses, ok := d.auth.read(r)
+		ses, ok, err := d.auth.read(r, d.timeout)
+		if err != nil {
+			d.fail(w, r, nil, err)
+			return
+		}
 		if !ok && d.auth.open() {
 			ses, ok = d.auth.write(w, r, anonymous), true
 		}
@@ -55,7 +74,13 @@ func (d *Dashboard) page(h pageFunc) http.Handler {
 			d.fail(w, r, nil, errLogin)
 			return
 		}
-		v := &view{Who: ses.Who, CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly, History: d.archive != nil}
+		p := d.auth.principal(ses)
+		v := &view{Who: d.who(ses), CSRF: d.auth.csrfToken(ses), Open: d.auth.open(), ReadOnly: d.readOnly, History: d.archive != nil, principal: p}
+		v.ReadOnly = v.ReadOnly || (p != nil && p.Role == access.Reader)
+		if err := p.Allowed(op(r), r.PathValue("topic")); err != nil {
+			d.fail(w, r, v, &httpError{http.StatusForbidden, err.Error() + " on this dashboard"})
+			return
+		}
 		if r.Method == http.MethodPost {
 			if err := d.checkAction(r, ses); err != nil {
 				d.fail(w, r, v, err)

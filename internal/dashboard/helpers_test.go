@@ -72,7 +72,7 @@ func newSite(t testing.TB, edit func(*Config)) *site {
 	if edit != nil {
 		edit(&cfg)
 	}
-	api, err := httpapi.New(httpapi.Config{Client: c, Tokens: cfg.Tokens, Redis: rdb, Logger: logger})
+	api, err := httpapi.New(httpapi.Config{Client: c, Tokens: cfg.Tokens, Keyring: cfg.Keyring, Limiter: cfg.Limiter, Redis: rdb, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/delayq/delayq/internal/access"
 )
 
 // loginData is the login page's.
@@ -24,7 +26,11 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	ses, ok := d.auth.read(r)
+	ses, ok, err := d.auth.read(r, d.timeout)
+	if err != nil {
+		d.fail(w, r, nil, err)
+		return
+	}
 	if !ok {
 		ses = d.auth.write(w, r, "")
 	}
@@ -34,16 +40,17 @@ func (d *Dashboard) loginPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // login is POST /login: a right token with the CSRF token of the login page opens a new
-// session for that token and goes on to the page asked for.
+// session for that token and goes on to the page asked for. A right token is never refused;
+// after too many wrong ones from an address, its wrong ones are refused unread (429), and a
+// form without its CSRF token is refused before the token is read, counting as no try.
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
-	ses, ok := d.auth.read(r)
-	if d.auth.open() || !ok {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
+	ses, ok, err := d.auth.read(r, d.timeout)
+	if err != nil {
+		d.fail(w, r, nil, err)
 		return
 	}
-	addr := clientAddr(r)
-	if wait := d.logins.attempt(addr); wait > 0 {
-		d.tooManyLogins(w, r, wait)
+	if d.auth.open() || !ok {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
 	if err := readForm(r, 64<<10); err != nil {
@@ -55,20 +62,26 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	who, ok := d.auth.login(r.PostFormValue("token"))
-	if !ok {
+	p := d.auth.login(r.PostFormValue("token"))
+	if p == nil {
+		if wait := d.logins.Failed(access.ClientAddr(r)); wait > 0 {
+			d.tooManyLogins(w, r, wait)
+			return
+		}
 		d.log.Warn("dashboard: a login with a wrong token", "remote", r.RemoteAddr)
 		http.Redirect(w, r, "/login?failed=1&next="+url.QueryEscape(next), http.StatusSeeOther)
 		return
 	}
-	d.logins.succeeded(addr)
-	d.auth.write(w, r, who)
-	d.log.Info("dashboard: logged in", "who", who, "remote", r.RemoteAddr)
+	if next == "/" && p.Allowed(access.Read, "") != nil {
+		next = landing(p)
+	}
+	d.auth.write(w, r, p.Fingerprint())
+	d.log.Info("dashboard: logged in", "who", p.Name, "role", p.Role, "remote", r.RemoteAddr)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// tooManyLogins refuses a login from an address that sent too many wrong tokens, saying when
-// it may try again.
+// tooManyLogins refuses a wrong token from an address that sent too many, saying when it may
+// try again.
 func (d *Dashboard) tooManyLogins(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 	secs := int(math.Ceil(wait.Seconds()))
 	d.log.Warn("dashboard: a login refused after too many wrong tokens", "remote", r.RemoteAddr, "retry_after", secs)
@@ -77,9 +90,15 @@ func (d *Dashboard) tooManyLogins(w http.ResponseWriter, r *http.Request, wait t
 		fmt.Sprintf("too many wrong tokens from this address: try again in %d s", secs)})
 }
 
-// logout is POST /logout: it clears the session, given its CSRF token.
+// logout is POST /logout: given its CSRF token, it ends the session on every server, not only
+// in this browser, so that a copy of its cookie is of no more use.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	if ses, ok := d.auth.read(r); ok {
+	ses, ok, err := d.auth.read(r, d.timeout)
+	if err != nil {
+		d.fail(w, r, nil, err)
+		return
+	}
+	if ok {
 		if err := readForm(r, 64<<10); err != nil {
 			d.fail(w, r, nil, err)
 			return
@@ -88,10 +107,36 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
 			d.fail(w, r, nil, &httpError{http.StatusForbidden, err.Error()})
 			return
 		}
-		d.log.Info("dashboard: logged out", "who", ses.Who)
+		ctx, cancel := d.storeContext(r)
+		err := d.auth.revoke(ctx, ses)
+		cancel()
+		if err != nil {
+			d.fail(w, r, nil, err)
+			return
+		}
+		d.log.Info("dashboard: logged out", "who", d.who(ses))
 	}
 	d.auth.clear(w, r)
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// who names ses's principal in logs and on pages: the token's name, or its fingerprint.
+func (d *Dashboard) who(ses session) string {
+	if p := d.auth.principal(ses); p != nil {
+		return p.Name
+	}
+	return ses.Who
+}
+
+// landing is where a token that may not see the overview (a producer's, a consumer's) starts:
+// the page of its first topic named in full, or the overview, which says what it may not do.
+func landing(p *access.Principal) string {
+	for _, t := range p.Topics {
+		if !strings.HasSuffix(t, "*") {
+			return topicPath(t)
+		}
+	}
+	return "/"
 }
 
 // safeNext keeps a redirect target on this server: a path, never "//host" or a URL. It refuses

@@ -1,20 +1,21 @@
 package dashboard
 
 import (
-	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/delayq/delayq/internal/access"
+	"github.com/delayq/delayq/internal/store"
 )
 
 // sessionCookie holds a signed session: who the browser is, and the id its CSRF token is made
@@ -30,60 +31,57 @@ const anonymous = "anonymous"
 // session is what a session cookie says.
 type session struct {
 	ID  string `json:"sid"`
-	Who string `json:"who"` // "anonymous", "token:<fingerprint>", or "" before a login
+	Who string `json:"who"` // "anonymous", the token's fingerprint ("token:<8 hex digits>"), or "" before a login
 	Exp int64  `json:"exp"` // Unix seconds
 }
 
+// loggedIn reports whether ses is a token's, whose logout every server must know of.
+func (ses session) loggedIn() bool { return ses.Who != "" && ses.Who != anonymous }
+
 // sessions makes and checks session cookies and CSRF tokens.
 type sessions struct {
-	key    []byte
-	tokens map[string][sha256.Size]byte // fingerprint -> SHA-256 of the token
+	keys  *access.Keyring
+	store *store.Store
+	key   atomic.Pointer[[]byte] // signs cookies and CSRF tokens; set by load
+	mu    sync.Mutex             // one load at a time
 }
 
-// newSessions returns the session keeper for tokens. With tokens, cookies are signed with a key
-// derived from them, so that every server given the same tokens, in any order, accepts the same
-// sessions and removing a token ends the sessions it opened; without, with a key of this
-// process's own.
-func newSessions(tokens []string) (*sessions, error) {
-	s := &sessions{tokens: map[string][sha256.Size]byte{}}
-	mac := hmac.New(sha256.New, []byte("delayq dashboard sessions"))
-	var sums [][]byte
-	for i, tok := range tokens {
-		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
-			return nil, fmt.Errorf("dashboard: token %d is empty or has white space", i)
-		}
-		sum := sha256.Sum256([]byte(tok))
-		s.tokens[fingerprint(sum)] = sum
-		sums = append(sums, sum[:])
-	}
-	slices.SortFunc(sums, bytes.Compare)
-	for _, sum := range slices.CompactFunc(sums, bytes.Equal) {
-		mac.Write(sum)
-	}
-	if len(tokens) == 0 {
-		mac.Write([]byte(randomID()))
-	}
-	s.key = mac.Sum(nil)
-	return s, nil
+// newSessions returns the session keeper of the tokens in keys, which keeps its signing key
+// and the sessions that logged out in st's Redis, so that every server of a deployment
+// accepts the same sessions and refuses those that logged out on any of them.
+func newSessions(keys *access.Keyring, st *store.Store) *sessions {
+	return &sessions{keys: keys, store: st}
 }
 
-// fingerprint names a token in logs without giving it away: the first 8 hex digits of its
-// SHA-256, which `printf %s "$TOKEN" | sha256sum` shows.
-func fingerprint(sum [sha256.Size]byte) string { return "token:" + hex.EncodeToString(sum[:4]) }
-
-func (s *sessions) open() bool { return len(s.tokens) == 0 }
-
-// login returns who token is, or false when it is none of the tokens. Every token is compared
-// in constant time.
-func (s *sessions) login(token string) (string, bool) {
-	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	who := ""
-	for name, want := range s.tokens {
-		if subtle.ConstantTimeCompare(got[:], want[:]) == 1 {
-			who = name
-		}
+// load reads the signing key from Redis, making it there first if need be, once.
+func (s *sessions) load(ctx context.Context) error {
+	if s.key.Load() != nil {
+		return nil
 	}
-	return who, who != ""
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.key.Load() != nil {
+		return nil
+	}
+	key, err := s.store.DashboardKey(ctx)
+	if err != nil {
+		return err
+	}
+	s.key.Store(&key)
+	return nil
+}
+
+func (s *sessions) open() bool { return s.keys.Open() }
+
+// login returns the principal of token, or nil when it is none of the tokens.
+func (s *sessions) login(token string) *access.Principal { return s.keys.Lookup(token) }
+
+// principal returns the principal of a logged-in session, nil for any other.
+func (s *sessions) principal(ses session) *access.Principal {
+	if !ses.loggedIn() {
+		return nil
+	}
+	return s.keys.ByFingerprint(ses.Who)
 }
 
 func randomID() string {
@@ -93,18 +91,37 @@ func randomID() string {
 }
 
 func (s *sessions) sign(payload string) string {
-	mac := hmac.New(sha256.New, s.key)
+	mac := hmac.New(sha256.New, *s.key.Load())
 	mac.Write([]byte(payload))
 	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
 }
 
-// read returns r's session, or false when it has none that readValue accepts.
-func (s *sessions) read(r *http.Request) (session, bool) {
+// read returns r's session, or false when it has none that readValue accepts or it logged
+// out; the error is Redis's, when it could not say.
+func (s *sessions) read(r *http.Request, timeout time.Duration) (session, bool, error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
-		return session{}, false
+		return session{}, false, nil
 	}
-	return s.readValue(c.Value)
+	ses, ok := s.readValue(c.Value)
+	if !ok || !ses.loggedIn() {
+		return ses, ok, nil
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	revoked, err := s.store.SessionRevoked(ctx, ses.ID)
+	if err != nil {
+		return session{}, false, err
+	}
+	return ses, !revoked, nil
+}
+
+// revoke ends ses on every server.
+func (s *sessions) revoke(ctx context.Context, ses session) error {
+	if !ses.loggedIn() {
+		return nil
+	}
+	return s.store.RevokeSession(ctx, ses.ID, time.Unix(ses.Exp, 0))
 }
 
 // readValue returns the session of a cookie value when it is signed, unexpired and, for a
@@ -119,7 +136,7 @@ func (s *sessions) readValue(value string) (session, bool) {
 	if err != nil || json.Unmarshal(raw, &ses) != nil || time.Now().Unix() >= ses.Exp || ses.ID == "" {
 		return session{}, false
 	}
-	if _, known := s.tokens[ses.Who]; ses.Who != "" && ses.Who != anonymous && !known {
+	if ses.loggedIn() && s.principal(ses) == nil {
 		return session{}, false
 	}
 	if ses.Who == anonymous && !s.open() {

@@ -32,6 +32,7 @@ const (
 	codeUnavailable      = "unavailable"
 	codeInternal         = "internal"
 	codeMethodNotAllowed = "method_not_allowed" // an extension: wrong method on a known path
+	codeRateLimited      = "rate_limited"       // an extension: too many wrong tokens
 )
 
 // codeStatus is the status of each code.
@@ -48,6 +49,7 @@ var codeStatus = map[string]int{
 	codeUnavailable:      http.StatusServiceUnavailable,
 	codeInternal:         http.StatusInternalServerError,
 	codeMethodNotAllowed: http.StatusMethodNotAllowed,
+	codeRateLimited:      http.StatusTooManyRequests,
 }
 
 // apiError is an error the handler decides itself, with its code and status.

@@ -101,7 +101,7 @@ func newEnvWith(t testing.TB, opts *redis.Options, edit func(*Config)) *env {
 		t.Fatalf("New: %v", err)
 	}
 	push := cfg
-	push.Registry, push.Metrics, push.Tokens = prometheus.NewRegistry(), nil, nil
+	push.Registry, push.Metrics, push.Tokens, push.Keyring = prometheus.NewRegistry(), nil, nil, nil
 	push.CheckCallback = func(ctx context.Context, raw string) error {
 		if strings.Contains(raw, "forbidden.example") {
 			return errors.New("callback_url resolves to a private address")

@@ -7,8 +7,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/metrics"
 	"github.com/delayq/delayq/internal/store"
@@ -46,8 +45,14 @@ type Config struct {
 	MaxBatchBytes int64
 	// Tokens, when non-empty, makes every /v1/ request, and /metrics unless MetricsPublic,
 	// need "Authorization: Bearer <token>" with one of them. /, /healthz and /readyz never
-	// need a token.
+	// need a token. Each is an admin token; Keyring, when set, is used instead.
 	Tokens []string
+	// Keyring holds the tokens and their principals, which it may replace while the handler
+	// serves; when it has any, they are needed as Tokens are. Nil: a Keyring of Tokens.
+	Keyring *access.Keyring
+	// Limiter throttles wrong tokens per client address (429 with Retry-After). Nil: a
+	// Limiter of the handler's own.
+	Limiter *access.Limiter
 	// MetricsPublic serves /metrics without a token even when Tokens are set, for a scrape on a
 	// private port. Its series name the topics, which are business data.
 	MetricsPublic bool
@@ -84,7 +89,8 @@ type Config struct {
 type api struct {
 	c           *delayq.Client
 	lim         delayq.Limits
-	tokens      [][sha256.Size]byte
+	keys        *access.Keyring
+	limiter     *access.Limiter
 	public      bool // /metrics needs no token
 	m           *metrics.Metrics
 	reg         *prometheus.Registry
@@ -133,11 +139,16 @@ func New(cfg Config) (http.Handler, error) {
 	if a.redis != nil {
 		a.readyInline = store.EndsCallsAtDeadline(a.redis)
 	}
-	for i, tok := range cfg.Tokens {
-		if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
-			return nil, fmt.Errorf("httpapi: token %d is empty or has white space", i)
+	a.keys, a.limiter = cfg.Keyring, cfg.Limiter
+	if a.keys == nil {
+		admins, err := access.Admins(cfg.Tokens)
+		if err != nil {
+			return nil, fmt.Errorf("httpapi: %w", err)
 		}
-		a.tokens = append(a.tokens, sha256.Sum256([]byte(tok)))
+		a.keys = access.NewKeyring(admins)
+	}
+	if a.limiter == nil {
+		a.limiter = access.NewLimiter()
 	}
 	if a.timeout == 0 {
 		a.timeout = 5 * time.Second
@@ -159,7 +170,11 @@ func New(cfg Config) (http.Handler, error) {
 	a.batchBytes = batchRequestBytes(a.lim, a.jobBytes, cfg.MaxBatchBytes)
 	a.mux = http.NewServeMux()
 	for _, rt := range routes() {
-		a.mux.Handle(rt.pattern(), a.wrap(rt.handle))
+		op, ok := permissionOf(rt)
+		if !ok {
+			return nil, fmt.Errorf("httpapi: route %s %s has no entry in the permissions table", rt.method, rt.path)
+		}
+		a.mux.Handle(rt.pattern(), a.permit(op, a.wrap(rt.handle)))
 	}
 	return a, nil
 }
@@ -235,7 +250,7 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // needsToken reports whether a request for path needs a token.
 func (a *api) needsToken(path string) bool {
-	return len(a.tokens) > 0 && (strings.HasPrefix(path, "/v1/") || (path == "/metrics" && !a.public))
+	return (strings.HasPrefix(path, "/v1/") || (path == "/metrics" && !a.public)) && !a.keys.Open()
 }
 
 // serve authenticates requests, routes them, and answers unknown routes and methods with the
@@ -250,11 +265,12 @@ func (a *api) serve(w http.ResponseWriter, r *http.Request) {
 			a.writeError(w, r, fmt.Errorf("panic: %v", v))
 		}
 	}()
-	if a.needsToken(r.URL.Path) && !a.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="delayq"`)
-		a.writeError(w, r, &apiError{status: http.StatusUnauthorized, code: codeUnauthenticated,
-			msg: "this server needs an API token: Authorization: Bearer <token>"})
-		return
+	if a.needsToken(r.URL.Path) {
+		p := a.authenticate(w, r)
+		if p == nil {
+			return
+		}
+		r = r.WithContext(access.WithPrincipal(r.Context(), p))
 	}
 	if batchPath(r.URL.Path) && r.Method != http.MethodPost {
 		// The router would read "batch" as a job id, which no job can have.
@@ -349,25 +365,6 @@ func batchPath(path string) bool {
 	}
 	topic, tail, ok := strings.Cut(rest, "/")
 	return ok && topic != "" && tail == "jobs/"+delayq.BatchPathSegment
-}
-
-// authorized reports whether r carries one of the tokens. Every token is compared, each in
-// constant time over its SHA-256, so the time taken tells nothing about the tokens.
-func (a *api) authorized(r *http.Request) bool {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	tok = strings.TrimSpace(tok)
-	if tok == "" {
-		return false
-	}
-	got := sha256.Sum256([]byte(tok))
-	match := 0
-	for _, want := range a.tokens {
-		match |= subtle.ConstantTimeCompare(got[:], want[:])
-	}
-	return match == 1
 }
 
 // captureWriter keeps what the router's fallback handlers write.

@@ -57,7 +57,7 @@ func (a *api) root(w http.ResponseWriter, r *http.Request) error {
 	err := rootPage.Execute(&buf, struct {
 		Auth, PublicMetrics bool
 		Origin              string
-	}{len(a.tokens) > 0, a.public, scheme + "://" + r.Host})
+	}{!a.keys.Open(), a.public, scheme + "://" + r.Host})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,8 @@ func TestKeyLayoutGolden(t *testing.T) {
 	p := For("delayq", "orders.eu-1", 7)
 	s := ScheduleFor("delayq", "nightly.report")
 	got := strings.Join(append(p.All(), p.Call("c1"), Topics("delayq"), NewTopics("delayq"),
-		p.Ticks(), s.State(), s.Call("c2"), Schedules("delayq")), "\n")
+		p.Ticks(), s.State(), s.Call("c2"), Schedules("delayq"), DashboardKey("delayq"),
+		RevokedSession("delayq", "s1")), "\n")
 	want := strings.Join([]string{
 		"delayq:{orders.eu-1#7}:jobs",
 		"delayq:{orders.eu-1#7}:delayed",
@@ -33,6 +34,8 @@ func TestKeyLayoutGolden(t *testing.T) {
 		"delayq:{schedule:nightly.report}:state",
 		"delayq:{schedule:nightly.report}:call:c2",
 		"delayq:schedules",
+		"delayq:dashboard:key",
+		"delayq:dashboard:revoked:s1",
 	}, "\n")
 	if got != want {
 		t.Fatalf("key layout changed:\n%s\nwant:\n%s", got, want)

@@ -105,6 +105,15 @@ func NewTopics(ns string) string { return ns + ":topics:new" }
 // archiving is off.
 func Archive(ns string) string { return ns + ":archive" }
 
+// DashboardKey is a STRING: the random key that signs the web dashboard's session cookies and
+// CSRF tokens. The first server that needs it makes it (SET NX), so that every server of a
+// deployment accepts the same sessions; deleting it ends them all.
+func DashboardKey(ns string) string { return ns + ":dashboard:key" }
+
+// RevokedSession is a STRING, "1", set when dashboard session id logs out, and expiring when
+// the session would have ended: every server refuses a session named here.
+func RevokedSession(ns, id string) string { return ns + ":dashboard:revoked:" + id }
+
 // HistoryTopics is a HASH: topic name -> partition count, of the topics deleted while their
 // partitions' History streams still held outcomes for the archiver, which reads these besides
 // the registered topics' and forgets a topic once its streams are empty.

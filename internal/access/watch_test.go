@@ -1,0 +1,76 @@
+package access
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/delayq/delayq/internal/testwait"
+)
+
+func TestTokensFileReloadsOnHangupAndKeepsTheOldOnABadFile(t *testing.T) {
+	t.Parallel()
+	const first, second = "first-token-000000001", "second-token-00000001"
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	write := func(content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"tokens": [{"name": "one", "token": "` + first + `", "role": "admin"}]}`)
+	static, _ := Admins([]string{"static-token-00000001"})
+	f, err := OpenTokensFile(path, static)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := f.Keyring()
+	if k.Lookup(first) == nil || k.Lookup("static-token-00000001") == nil {
+		t.Fatal("the file's and the static token are not both in the keyring")
+	}
+	var logs strings.Builder
+	var mu = make(chan struct{}, 1)
+	mu <- struct{}{}
+	log := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		<-mu
+		defer func() { mu <- struct{}{} }()
+		return logs.Write(b)
+	}), nil))
+	logged := func() string {
+		<-mu
+		defer func() { mu <- struct{}{} }()
+		return logs.String()
+	}
+	hup := make(chan os.Signal, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx, time.Hour, hup, log) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	write(`{"tokens": [{"name": "two", "token": "` + second + `", "role": "reader"}]}`)
+	hup <- syscall.SIGHUP
+	testwait.For(t, 10*time.Second, "the reload", func() bool { return k.Lookup(second) != nil })
+	if k.Lookup(first) != nil || k.Lookup("static-token-00000001") == nil {
+		t.Error("after the reload: the removed token is still there, or the static one is gone")
+	}
+	write(`{"tokens": [{"name": "three", "token": "tiny-tok", "role": "reader"}]}`)
+	hup <- syscall.SIGHUP
+	testwait.For(t, 10*time.Second, "the failed reload's log line", func() bool {
+		return strings.Contains(logged(), "the tokens file was not reloaded")
+	})
+	if k.Lookup(second) == nil {
+		t.Error("a bad file replaced the tokens in use")
+	}
+	if strings.Contains(logged(), second) || strings.Contains(logged(), "tiny-tok") {
+		t.Errorf("a token is logged:\n%s", logged())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
