@@ -9,20 +9,13 @@
 # is running after all that was not running before, only that one is stopped and disabled.
 set -euo pipefail
 
+name=ensure-beanstalkd
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 if command -v beanstalkd >/dev/null 2>&1; then
 	exit 0
 fi
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "ensure-beanstalkd: need root or sudo to run: $*" >&2
-		exit 1
-	fi
-}
 
 # pids lists the process ids of running beanstalkd processes, one a line.
 pids() {
@@ -30,30 +23,7 @@ pids() {
 }
 before=$(pids)
 
-# invoke-rc.d and deb-systemd-invoke ask /usr/sbin/policy-rc.d before starting a service; exit
-# status 101 means "not allowed". One that is already there is put back afterwards.
-policy=/usr/sbin/policy-rc.d
-saved=""
-if command -v apt-get >/dev/null 2>&1; then
-	if [ -e "$policy" ]; then
-		saved=$(as_root mktemp)
-		as_root cp -p "$policy" "$saved"
-	fi
-	printf '#!/bin/sh\n# ensure-beanstalkd: no service starts while the beanstalkd package installs.\nexit 101\n' |
-		as_root tee "$policy" >/dev/null
-	as_root chmod 0755 "$policy"
-fi
-restore_policy() {
-	if [ -n "$saved" ]; then
-		as_root mv "$saved" "$policy"
-	elif command -v apt-get >/dev/null 2>&1; then
-		as_root rm -f "$policy"
-	fi
-}
-trap restore_policy EXIT
-
-bash "$(dirname "${BASH_SOURCE[0]}")/ensure-debian-packages.sh" ensure-beanstalkd \
-	"install beanstalkd 1.12 (Debian's beanstalkd package) with your package manager." \
+ensure_debian_packages "install beanstalkd 1.12 (Debian's beanstalkd package) with your package manager." \
 	beanstalkd -- beanstalkd
 
 # Stop what the install started despite the policy (a system without invoke-rc.d); only that.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs Debian packages with apt-get, as root or through sudo otherwise, for the scripts that
-# make sure the tools delayq's tests need are on PATH.
+# Installs Debian packages with apt-get, as root or through sudo otherwise, with no service
+# allowed to start meanwhile, for the scripts that make sure the tools delayq's tests need are on
+# PATH.
 #
 # Usage: ensure-debian-packages.sh NAME HINT PACKAGE... [-- COMMAND...]
 #
@@ -28,16 +29,30 @@ if ! command -v apt-get >/dev/null 2>&1; then
 	exit 1
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# invoke-rc.d and deb-systemd-invoke ask /usr/sbin/policy-rc.d before starting a service; exit
+# status 101 means "not allowed". So no package starts a service of its own while it installs
+# (PostgreSQL's cluster on 5432, beanstalkd on 11300, Prometheus on 9090 ...); one policy that is
+# already there is put back afterwards.
+policy=/usr/sbin/policy-rc.d
+saved=""
+if [ -e "$policy" ]; then
+	saved=$(as_root mktemp)
+	as_root cp -p "$policy" "$saved"
+fi
+printf '#!/bin/sh\n# %s: no service starts while %s install.\nexit 101\n' "$name" "${packages[*]}" |
+	as_root tee "$policy" >/dev/null
+as_root chmod 0755 "$policy"
+restore_policy() {
+	if [ -n "$saved" ]; then
+		as_root mv "$saved" "$policy"
 	else
-		echo "$name: need root or sudo to run: $*" >&2
-		exit 1
+		as_root rm -f "$policy"
 	fi
 }
+trap restore_policy EXIT
 
 echo "$name: installing ${packages[*]} with apt-get" >&2
 as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -11,6 +11,10 @@
 # before are left alone.
 set -euo pipefail
 
+name=ensure-postgres
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 have_initdb() {
 	compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || command -v initdb >/dev/null 2>&1
 }
@@ -18,17 +22,6 @@ have_initdb() {
 if have_initdb; then
 	exit 0
 fi
-
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "ensure-postgres: need root or sudo to run: $*" >&2
-		exit 1
-	fi
-}
 
 # clusters lists "version name" of every cluster postgresql-common knows, one a line.
 clusters() {
@@ -38,30 +31,7 @@ clusters() {
 }
 before=$(clusters)
 
-# invoke-rc.d and deb-systemd-invoke ask /usr/sbin/policy-rc.d before starting a service; exit
-# status 101 means "not allowed". One that is already there is put back afterwards.
-policy=/usr/sbin/policy-rc.d
-saved=""
-if command -v apt-get >/dev/null 2>&1; then
-	if [ -e "$policy" ]; then
-		saved=$(as_root mktemp)
-		as_root cp -p "$policy" "$saved"
-	fi
-	printf '#!/bin/sh\n# ensure-postgres: no service starts while the postgresql package installs.\nexit 101\n' |
-		as_root tee "$policy" >/dev/null
-	as_root chmod 0755 "$policy"
-fi
-restore_policy() {
-	if [ -n "$saved" ]; then
-		as_root mv "$saved" "$policy"
-	elif command -v apt-get >/dev/null 2>&1; then
-		as_root rm -f "$policy"
-	fi
-}
-trap restore_policy EXIT
-
-bash "$(dirname "${BASH_SOURCE[0]}")/ensure-debian-packages.sh" ensure-postgres \
-	"install the PostgreSQL server (Debian's postgresql package) with your package manager." \
+ensure_debian_packages "install the PostgreSQL server (Debian's postgresql package) with your package manager." \
 	postgresql --
 
 # Stop the clusters the install created (and keep them from starting at boot); only those.

@@ -9,48 +9,18 @@
 # while the package installs, and a server the install started after all is stopped.
 set -euo pipefail
 
+name=ensure-promtool
+# shellcheck source=lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
 if command -v promtool >/dev/null 2>&1; then
 	exit 0
 fi
 
-as_root() {
-	if [ "$(id -u)" -eq 0 ]; then
-		"$@"
-	elif command -v sudo >/dev/null 2>&1; then
-		sudo "$@"
-	else
-		echo "ensure-promtool: need root or sudo to run: $*" >&2
-		exit 1
-	fi
-}
-
 # The prometheus servers running before the install, which are none of this script's business.
 before=" $(pgrep -x prometheus | tr '\n' ' ' || true) "
 
-# invoke-rc.d and deb-systemd-invoke ask /usr/sbin/policy-rc.d before starting a service; exit
-# status 101 means "not allowed". One that is already there is put back afterwards.
-policy=/usr/sbin/policy-rc.d
-saved=""
-if command -v apt-get >/dev/null 2>&1; then
-	if [ -e "$policy" ]; then
-		saved=$(as_root mktemp)
-		as_root cp -p "$policy" "$saved"
-	fi
-	printf '#!/bin/sh\n# ensure-promtool: no service starts while the prometheus package installs.\nexit 101\n' |
-		as_root tee "$policy" >/dev/null
-	as_root chmod 0755 "$policy"
-fi
-restore_policy() {
-	if [ -n "$saved" ]; then
-		as_root mv "$saved" "$policy"
-	elif command -v apt-get >/dev/null 2>&1; then
-		as_root rm -f "$policy"
-	fi
-}
-trap restore_policy EXIT
-
-bash "$(dirname "${BASH_SOURCE[0]}")/ensure-debian-packages.sh" ensure-promtool \
-	"install promtool (Debian's prometheus package, or a Prometheus release archive) with your package manager." \
+ensure_debian_packages "install promtool (Debian's prometheus package, or a Prometheus release archive) with your package manager." \
 	prometheus -- promtool
 
 # With systemd, keep the service from starting at the next boot as well.
