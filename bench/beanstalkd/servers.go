@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delayq/delayq/internal/redisproc"
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 const (
@@ -35,7 +35,7 @@ type contestant struct {
 type server struct {
 	addr  string
 	procs []proc
-	main  *redisproc.Process
+	main  *childproc.Process
 	redis *redis.Client // delayq's embedded redis-server, for its command statistics; nil for beanstalkd
 }
 
@@ -74,31 +74,16 @@ func stopAll(cs []*contestant) {
 	}
 }
 
-// freePort picks a free loopback port, never beanstalkd's or Redis's well-known one.
-func freePort() (int, error) {
-	for range 10 {
-		port, err := redisproc.ReservePort()
-		if err != nil {
-			return 0, err
-		}
-		redisproc.ReleasePort(port)
-		if port != 11300 && port != 6379 {
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port")
-}
-
-func startProcess(bin string, args []string, dir string, death syscall.Signal) (*redisproc.Process, error) {
+func startProcess(bin string, args []string, dir string, death syscall.Signal) (*childproc.Process, error) {
 	out, err := os.Create(filepath.Join(dir, "output.log"))
 	if err != nil {
 		return nil, err
 	}
-	return redisproc.Start(redisproc.Options{Bin: bin, Args: args, Output: out, DeathSignal: death})
+	return childproc.Start(childproc.Options{Bin: bin, Args: args, Output: out, DeathSignal: death})
 }
 
 // waitAccepts waits until addr accepts a connection, the process exits or the start times out.
-func waitAccepts(ctx context.Context, p *redisproc.Process, addr, dir string) error {
+func waitAccepts(ctx context.Context, p *childproc.Process, addr, dir string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	err := p.WaitReady(ctx, 20*time.Millisecond, func(context.Context) error {
@@ -112,7 +97,7 @@ func waitAccepts(ctx context.Context, p *redisproc.Process, addr, dir string) er
 		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 		defer cancel()
 		_ = p.Terminate(ctx, stopGrace)
-		return fmt.Errorf("%w; output: %s", err, redisproc.LogTail(filepath.Join(dir, "output.log"), 10))
+		return fmt.Errorf("%w; output: %s", err, childproc.LogTail(filepath.Join(dir, "output.log"), 10))
 	}
 	return nil
 }
@@ -123,7 +108,7 @@ func startBeanstalkd(ctx context.Context, dir string, extra ...string) (*server,
 	if err != nil {
 		return nil, errors.New("beanstalkd is not on PATH (make ensure-beanstalkd installs it)")
 	}
-	port, err := freePort()
+	port, err := childproc.ReservePort()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +127,7 @@ func startBeanstalkd(ctx context.Context, dir string, extra ...string) (*server,
 // startDelayq runs delayq server with its embedded redis-server (AOF, appendfsync everysec) in
 // dir, its HTTP API on a free loopback port and the beanstalkd protocol on another.
 func startDelayq(ctx context.Context, bin, dir string) (*server, error) {
-	port, err := freePort()
+	port, err := childproc.ReservePort()
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/internal/bench"
+	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/redisproc"
 )
 
@@ -212,12 +212,12 @@ func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	port, err := childproc.ReservePort()
 	if err != nil {
 		return 0, err
 	}
 	out := filepath.Join(dir, "callgrind.out")
-	p, err := redisproc.Start(redisproc.Options{Bin: "valgrind", Args: []string{
+	p, err := childproc.Start(childproc.Options{Bin: "valgrind", Args: []string{
 		"--tool=callgrind", "--callgrind-out-file=" + out, bin,
 		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"),
@@ -244,16 +244,6 @@ func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 		return 0, fmt.Errorf("redis-server did not stop")
 	}
 	return totalInstructions(out)
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // totalInstructions reads the "summary:" (or "totals:") line of a callgrind output file.

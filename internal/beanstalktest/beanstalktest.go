@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/redisproc"
 )
 
@@ -58,7 +59,7 @@ type Server struct {
 	// Dir is the server's directory: the binlog (WithBinlog) and its output file, beanstalkd.log.
 	Dir  string
 	addr string
-	proc *redisproc.Process
+	proc *childproc.Process
 }
 
 // Addr returns the server's "127.0.0.1:port" address.
@@ -93,7 +94,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 			return s
 		}
 		errs = append(errs, err)
-		if !errors.Is(err, redisproc.ErrExited) {
+		if !errors.Is(err, childproc.ErrExited) {
 			break
 		}
 	}
@@ -117,7 +118,7 @@ func (s *Server) startOnce(cfg config) error {
 	if err != nil {
 		return err
 	}
-	s.proc, err = redisproc.Start(redisproc.Options{
+	s.proc, err = childproc.Start(childproc.Options{
 		Bin:         cfg.binPath,
 		Args:        cfg.args(port, s.Dir),
 		Output:      out,
@@ -131,7 +132,7 @@ func (s *Server) startOnce(cfg config) error {
 	err = s.proc.WaitReady(ctx, pollInterval, s.accepts)
 	if err != nil {
 		_ = s.proc.Kill(killTimeout)
-		return fmt.Errorf("%w; log: %s", err, strings.TrimSpace(redisproc.LogTail(logPath, 5)))
+		return fmt.Errorf("%w; log: %s", err, strings.TrimSpace(childproc.LogTail(logPath, 5)))
 	}
 	return nil
 }

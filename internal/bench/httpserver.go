@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/httpapi"
-	"github.com/delayq/delayq/internal/redisproc"
 )
 
 // commandPath is the import path of the delayq command, which serves `delayq server`.
@@ -144,7 +144,7 @@ func processCPU(pid int) (time.Duration, error) {
 // serverProcess is a `delayq server` child process.
 type serverProcess struct {
 	base string
-	proc *redisproc.Process
+	proc *childproc.Process
 	log  *serverLog
 	once sync.Once
 }
@@ -161,7 +161,7 @@ func startServer(ctx context.Context, bin, redisURL, ns string) (*serverProcess,
 		args = append(args, "--namespace", ns)
 	}
 	log := newServerLog()
-	proc, err := redisproc.Start(redisproc.Options{
+	proc, err := childproc.Start(childproc.Options{
 		Bin:  bin,
 		Args: args,
 		// The server's settings are its defaults and the flags above: none comes from this

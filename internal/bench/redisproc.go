@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/redisproc"
 )
 
@@ -20,7 +21,7 @@ type RedisServer struct {
 	// Addr is the server's 127.0.0.1:port address.
 	Addr string
 
-	proc *redisproc.Process
+	proc *childproc.Process
 	dir  string
 	port int // reserved with redisproc.ReservePort
 }
@@ -69,7 +70,7 @@ func startRedis(ctx context.Context, bin string, cluster bool, extraArgs []strin
 	}
 	args = append(args, extraArgs...)
 	// The kernel kills the server should the benchmark die without stopping it.
-	p, err := redisproc.Start(redisproc.Options{Bin: bin, Args: args, DeathSignal: syscall.SIGKILL})
+	p, err := childproc.Start(childproc.Options{Bin: bin, Args: args, DeathSignal: syscall.SIGKILL})
 	if err != nil {
 		os.RemoveAll(dir)
 		redisproc.ReleasePort(port)
@@ -82,7 +83,7 @@ func startRedis(ctx context.Context, bin string, cluster bool, extraArgs []strin
 	defer cancel()
 	err = p.WaitReady(wctx, 10*time.Millisecond, redisproc.PingReady(rdb))
 	if err != nil {
-		log := redisproc.LogTail(filepath.Join(dir, "redis.log"), 30)
+		log := childproc.LogTail(filepath.Join(dir, "redis.log"), 30)
 		s.Stop()
 		return nil, fmt.Errorf("bench: %w; end of redis.log:\n%s", err, log)
 	}

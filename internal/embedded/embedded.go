@@ -16,7 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/delayq/delayq/internal/redisproc"
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 // Config configures an embedded redis-server. Zero fields take the defaults.
@@ -108,7 +108,7 @@ type Redis struct {
 	done    chan struct{} // closed when the supervisor has returned
 
 	mu       sync.Mutex
-	proc     *redisproc.Process
+	proc     *childproc.Process
 	restarts int
 
 	stopOnce sync.Once

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/redisproc"
 )
 
@@ -39,12 +40,12 @@ func (r *Redis) logPath() string { return filepath.Join(r.cfg.Dir, "redis.log") 
 
 // launch starts a redis-server and waits until it answers PING. A process that does not
 // become ready is killed.
-func (r *Redis) launch(ctx context.Context) (*redisproc.Process, error) {
+func (r *Redis) launch(ctx context.Context) (*childproc.Process, error) {
 	logFile, err := os.OpenFile(r.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("embedded redis: opening the log file: %w", err)
 	}
-	p, err := redisproc.Start(redisproc.Options{
+	p, err := childproc.Start(childproc.Options{
 		Bin: r.bin, Args: r.args(), Dir: r.cfg.Dir,
 		// Messages written before the log file is open (a bad argument, say) land in it too.
 		Output: logFile,
@@ -67,7 +68,7 @@ func (r *Redis) launch(ctx context.Context) (*redisproc.Process, error) {
 
 // waitReady polls the socket until the server answers PING (it answers LOADING while it reads
 // its AOF), the process exits, ctx ends or StartTimeout passes.
-func (r *Redis) waitReady(ctx context.Context, p *redisproc.Process) error {
+func (r *Redis) waitReady(ctx context.Context, p *childproc.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
 	rdb := redis.NewClient(&redis.Options{
@@ -79,10 +80,10 @@ func (r *Redis) waitReady(ctx context.Context, p *redisproc.Process) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, redisproc.ErrExited):
-		return fmt.Errorf("embedded redis: %w; end of %s:\n%s", err, r.logPath(), redisproc.LogTail(r.logPath(), 15))
+	case errors.Is(err, childproc.ErrExited):
+		return fmt.Errorf("embedded redis: %w; end of %s:\n%s", err, r.logPath(), childproc.LogTail(r.logPath(), 15))
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("embedded redis: redis-server did not answer within %v: %w; end of %s:\n%s", r.cfg.StartTimeout, err, r.logPath(), redisproc.LogTail(r.logPath(), 15))
+		return fmt.Errorf("embedded redis: redis-server did not answer within %v: %w; end of %s:\n%s", r.cfg.StartTimeout, err, r.logPath(), childproc.LogTail(r.logPath(), 15))
 	default:
 		return fmt.Errorf("embedded redis: waiting for redis-server to start: %w", err)
 	}

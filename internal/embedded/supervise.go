@@ -3,7 +3,7 @@ package embedded
 import (
 	"time"
 
-	"github.com/delayq/delayq/internal/redisproc"
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 // stableUptime is how long a server must run before a crash counts as a fresh one, whose
@@ -12,7 +12,7 @@ const stableUptime = 30 * time.Second
 
 // supervise waits for the running server to exit and, unless Stop was called, starts it again
 // on the same directory, waiting longer after each restart that fails or dies quickly.
-func (r *Redis) supervise(p *redisproc.Process) {
+func (r *Redis) supervise(p *childproc.Process) {
 	defer close(r.done)
 	backoff := r.cfg.MinBackoff
 	for {
@@ -26,7 +26,7 @@ func (r *Redis) supervise(p *redisproc.Process) {
 		}
 		r.log.Error("embedded redis-server exited unexpectedly; restarting it",
 			"pid", p.Pid(), "status", p.ExitErr(), "uptime", time.Since(p.Started()).Round(time.Millisecond),
-			"log", redisproc.LogTail(r.logPath(), 5), "retry_in", backoff)
+			"log", childproc.LogTail(r.logPath(), 5), "retry_in", backoff)
 		r.mu.Lock()
 		r.proc = nil
 		r.mu.Unlock()

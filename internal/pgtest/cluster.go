@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -14,9 +13,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 // errNotInstalled is binDir's error when PostgreSQL's server binaries are not installed.
@@ -112,14 +112,16 @@ func (s *Server) startOnce() error {
 	if err != nil {
 		return err
 	}
-	defer logf.Close() // the child has its own descriptor
-	p, err := startProcess(filepath.Join(s.bins, "postgres"), s.args(), s.cred, s.dir, logf)
+	p, err := childproc.Start(childproc.Options{
+		Bin: filepath.Join(s.bins, "postgres"), Args: s.args(), Dir: s.dir, Output: logf,
+		DeathSignal: syscall.SIGKILL, Credential: s.cred,
+	})
 	if err != nil {
 		return err
 	}
 	s.proc = p
 	if err := s.waitReady(p); err != nil {
-		_ = p.stop(syscall.SIGQUIT, stopGrace)
+		_ = p.Stop(syscall.SIGQUIT, stopGrace)
 		s.proc = nil
 		return err
 	}
@@ -128,15 +130,15 @@ func (s *Server) startOnce() error {
 
 // waitReady polls the server until it accepts queries, the process exits or startTimeout
 // passes. The caller holds s.mu.
-func (s *Server) waitReady(p *process) error {
+func (s *Server) waitReady(p *childproc.Process) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	var last error
 	for {
 		select {
-		case <-p.exited:
+		case <-p.Exited():
 			tail := s.logTail()
-			err := fmt.Errorf("postgres on port %d exited during start-up (%v); log tail:\n%s", s.port, p.err, tail)
+			err := fmt.Errorf("postgres on port %d exited during start-up (%v); log tail:\n%s", s.port, p.ExitErr(), tail)
 			if strings.Contains(tail, "Address already in use") {
 				return fmt.Errorf("%w: %w", errPortInUse, err)
 			}
@@ -148,42 +150,9 @@ func (s *Server) waitReady(p *process) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("postgres on port %d (pid %d) not ready after %v: %w; log tail:\n%s", s.port, p.pid(), startTimeout, last, s.logTail())
+			return fmt.Errorf("postgres on port %d (pid %d) not ready after %v: %w; log tail:\n%s", s.port, p.Pid(), startTimeout, last, s.logTail())
 		case <-time.After(pollInterval):
-		case <-p.exited:
+		case <-p.Exited():
 		}
 	}
-}
-
-// Ports handed out by reservePort in this process and not yet released, so that servers
-// started in parallel never pick the same one.
-var (
-	portMu   sync.Mutex
-	reserved = map[int]bool{}
-)
-
-// reservePort picks a free loopback port that no other server of this process holds.
-func reservePort() (int, error) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	for range 100 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("picking a free port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !reserved[port] {
-			reserved[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("no free port found")
-}
-
-// releasePort releases a port of reservePort; 0 is ignored.
-func releasePort(port int) {
-	portMu.Lock()
-	defer portMu.Unlock()
-	delete(reserved, port)
 }

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 const (
@@ -56,7 +58,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	port int
-	proc *process
+	proc *childproc.Process
 }
 
 // Start starts a PostgreSQL server for t and registers a cleanup that stops it (the process
@@ -133,7 +135,7 @@ func (s *Server) Pid() int {
 	if s.proc == nil {
 		return 0
 	}
-	return s.proc.pid()
+	return s.proc.Pid()
 }
 
 // databaseURL returns the URL of database db of the server on port.
@@ -179,7 +181,7 @@ func (s *Server) Start(t testing.TB) {
 func (s *Server) startFresh() error {
 	var errs []error
 	for range startAttempts {
-		port, err := reservePort()
+		port, err := childproc.ReservePort()
 		if err != nil {
 			return err
 		}
@@ -190,7 +192,7 @@ func (s *Server) startFresh() error {
 		if err == nil {
 			return nil
 		}
-		releasePort(port)
+		childproc.ReleasePort(port)
 		if !errors.Is(err, errPortInUse) {
 			return err
 		}
@@ -206,7 +208,7 @@ func (s *Server) stop(sig syscall.Signal) error {
 	if s.proc == nil {
 		return nil
 	}
-	err := s.proc.stop(sig, stopGrace)
+	err := s.proc.Stop(sig, stopGrace)
 	s.proc = nil
 	return err
 }
@@ -216,7 +218,7 @@ func (s *Server) stop(sig syscall.Signal) error {
 func (s *Server) close() error {
 	err := s.stop(syscall.SIGQUIT)
 	s.mu.Lock()
-	releasePort(s.port)
+	childproc.ReleasePort(s.port)
 	s.mu.Unlock()
 	return errors.Join(err, os.RemoveAll(s.dir))
 }

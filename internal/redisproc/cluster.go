@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 // ClusterBusOffset is the distance between a Cluster node's port and its cluster bus port.
@@ -126,7 +128,7 @@ func withControlClient(addr string, f func(*redis.Client) error) error {
 // WaitCluster waits until every node at addrs sees a healthy cluster of primaries primaries
 // (each holding slots) and replicas replicas, as CreateCluster describes, or ctx ends.
 func WaitCluster(ctx context.Context, addrs []string, primaries, replicas int) error {
-	return Poll(ctx, 10*time.Millisecond, func(ctx context.Context) error {
+	return childproc.Poll(ctx, 10*time.Millisecond, func(ctx context.Context) error {
 		errs := make([]error, len(addrs))
 		var wg sync.WaitGroup
 		for i, addr := range addrs {

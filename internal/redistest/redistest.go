@@ -27,6 +27,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/redisproc"
 	"github.com/delayq/delayq/internal/testwait"
 )
@@ -88,7 +89,7 @@ type Server struct {
 	cfg  config
 
 	mu   sync.Mutex
-	proc *redisproc.Process
+	proc *childproc.Process
 }
 
 // Standalone starts a redis-server on a free loopback port, waits until it
@@ -232,7 +233,7 @@ func (s *Server) startOnce(fresh bool) error {
 	}
 	// Should the test binary die without running its cleanups (a panic, a -timeout), the kernel
 	// kills the server, so that none outlives the test process.
-	p, err := redisproc.Start(redisproc.Options{
+	p, err := childproc.Start(childproc.Options{
 		Bin: s.bin, Args: args, Dir: s.Dir, Output: stdio, DeathSignal: syscall.SIGKILL,
 	})
 	if err != nil {
@@ -245,14 +246,14 @@ func (s *Server) startOnce(fresh bool) error {
 // waitReady polls the server until it answers PING and INFO reports our
 // process id (so a server of another test that grabbed the port does not
 // count), the process exits, or startTimeout passes.
-func (s *Server) waitReady(p *redisproc.Process) error {
+func (s *Server) waitReady(p *childproc.Process) error {
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
 	err := p.WaitReady(ctx, pollInterval, func(context.Context) error { return probe(s.Addr, p.Pid()) })
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, redisproc.ErrExited):
+	case errors.Is(err, childproc.ErrExited):
 		tail := s.logTail()
 		err := fmt.Errorf("redis-server %s: %w; log tail:\n%s", s.Addr, err, tail)
 		if strings.Contains(tail, "Address already in use") {
@@ -291,7 +292,7 @@ func (s *Server) logTail() string {
 		if st, err := os.Stat(path); err != nil || st.Size() == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "--- %s ---\n%s\n", name, redisproc.LogTail(path, 30))
+		fmt.Fprintf(&b, "--- %s ---\n%s\n", name, childproc.LogTail(path, 30))
 	}
 	if b.Len() == 0 {
 		return "(no log output)"

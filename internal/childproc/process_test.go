@@ -1,12 +1,13 @@
 //go:build unix
 
-package redisproc
+package childproc
 
 import (
 	"context"
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,7 +29,7 @@ func startOnFreePort(t *testing.T, extra ...string) (*Process, string) {
 // startOn starts redis-server on port with its files in dir and kills it when the test ends.
 func startOn(t *testing.T, port int, dir string, extra ...string) (*Process, string) {
 	t.Helper()
-	bin, err := Binary()
+	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Fatal(err)
 	}
