@@ -65,13 +65,34 @@ func (c *Client) GetSchedule(ctx context.Context, name string) (*Schedule, error
 	return sch, err
 }
 
-// Schedules returns every schedule, sorted by name.
+// Schedules returns every schedule, sorted by name. Each holds its job's body: to list many
+// schedules a part at a time, use ScheduleNames and SchedulesNamed.
 func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	names, err := c.ScheduleNames(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.SchedulesNamed(ctx, names)
+}
+
+// ScheduleNames returns the names of every schedule, sorted, without reading the schedules.
+func (c *Client) ScheduleNames(ctx context.Context) ([]string, error) {
 	names, err := c.store.ScheduleNames(ctx)
 	if err != nil {
 		return nil, err
 	}
 	slices.Sort(names)
+	return names, nil
+}
+
+// SchedulesNamed returns the schedules of names, in their order, leaving out those that do not
+// exist (deleted since they were listed, say).
+func (c *Client) SchedulesNamed(ctx context.Context, names []string) ([]Schedule, error) {
+	for _, name := range names {
+		if err := ValidateScheduleName(name); err != nil {
+			return nil, err
+		}
+	}
 	states, err := c.store.Schedules(ctx, names)
 	if err != nil {
 		return nil, err

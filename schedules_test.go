@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,6 +129,15 @@ func TestScheduleLifecycle(t *testing.T) {
 	list, err := c.Schedules(ctx)
 	if err != nil || len(list) != 2 || list[0].Name != "another" || list[1].Name != "daily" {
 		t.Fatalf("Schedules: %v, %v", list, err)
+	}
+	if names, err := c.ScheduleNames(ctx); err != nil || !slices.Equal(names, []string{"another", "daily"}) {
+		t.Fatalf("ScheduleNames: %v, %v", names, err)
+	}
+	if part, err := c.SchedulesNamed(ctx, []string{"daily", "gone"}); err != nil || len(part) != 1 || part[0].Name != "daily" {
+		t.Fatalf("SchedulesNamed(daily, gone): %v, %v; want daily alone", part, err)
+	}
+	if _, err := c.SchedulesNamed(ctx, []string{"no/such"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("SchedulesNamed of an invalid name: %v, want ErrInvalid", err)
 	}
 
 	if p, err := c.PauseSchedule(ctx, "daily"); err != nil || !p.Paused || len(p.NextRuns) != 0 {

@@ -113,12 +113,13 @@ func (d *Dashboard) topicsTable(r *http.Request) (topicsTable, error) {
 	return t, nil
 }
 
-// countSchedules is how many schedules there are; 0, logged, when they cannot be read, for the
-// overview shows without its link to them rather than not at all.
+// countSchedules is how many schedules there are, from their names alone: each schedule holds
+// its job's body. 0, logged, when they cannot be read, for the overview shows without its link
+// to them rather than not at all.
 func (d *Dashboard) countSchedules(ctx context.Context) int {
-	all, err := d.c.Schedules(ctx)
+	names, err := d.c.ScheduleNames(ctx)
 	if err != nil {
 		d.log.Warn("dashboard: reading the schedules for the overview", "err", err)
 	}
-	return len(all)
+	return len(names)
 }

@@ -15,9 +15,18 @@ import (
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
+// schedulesPerPage bounds the schedules one page of the list shows, and reads: each holds its
+// job's body, of up to a job's body limit, which the list does not show.
+const schedulesPerPage = 50
+
 // schedulesData is the schedules page's.
 type schedulesData struct {
 	Schedules []apiv1.Schedule
+	Total     int // schedules in all
+	Page      int
+	Pages     int
+	Prev      int // the previous page; 0 when none
+	Next      int // the next page; 0 when none
 	Done      *doneNote
 }
 
@@ -44,16 +53,31 @@ var scheduleActions = map[string]func(ctx context.Context, c *delayq.Client, nam
 	},
 }
 
-// schedules is GET /schedules: every schedule, by name.
+// schedules is GET /schedules: every schedule, by name, schedulesPerPage a page (?page=).
 func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
-	all, err := d.c.Schedules(ctx)
+	names, err := d.c.ScheduleNames(ctx)
 	if err != nil {
 		return err
 	}
+	data := schedulesData{Total: len(names), Pages: max(1, (len(names)+schedulesPerPage-1)/schedulesPerPage), Done: readDone(r)}
+	data.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
+	data.Page = min(max(data.Page, 1), data.Pages)
+	if data.Page > 1 {
+		data.Prev = data.Page - 1
+	}
+	if data.Page < data.Pages {
+		data.Next = data.Page + 1
+	}
+	from := (data.Page - 1) * schedulesPerPage
+	page, err := d.c.SchedulesNamed(ctx, names[from:min(from+schedulesPerPage, len(names))])
+	if err != nil {
+		return err
+	}
+	data.Schedules = apiv1.NewSchedules(page).Schedules
 	v.Title = "Schedules"
-	v.Data = schedulesData{Schedules: apiv1.NewSchedules(all).Schedules, Done: readDone(r)}
+	v.Data = data
 	d.render(w, http.StatusOK, "schedules", v)
 	return nil
 }

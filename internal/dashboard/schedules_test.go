@@ -1,9 +1,14 @@
 package dashboard
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,5 +191,73 @@ func TestSchedulePageBoundsADeeplyNestedBody(t *testing.T) {
 		if !strings.Contains(a.body, want) {
 			t.Errorf("the schedule page lacks %.80q", want)
 		}
+	}
+}
+
+// putSchedules creates n schedules named name(i) in topic, sixteen at a time.
+func (s *site) putSchedules(n int, name func(i int) string, spec delayq.ScheduleSpec) {
+	s.t.Helper()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, _, err := s.client.PutSchedule(context.Background(), name(i), spec); err != nil {
+				s.t.Errorf("PutSchedule(%q): %v", name(i), err)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// The list of schedules shows them a page at a time: thousands of schedules with long names,
+// all on one page, took it past its budget, and every view read every schedule with its body.
+func TestSchedulesListIsPagedWithinItsBudget(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	const n = 3000
+	name := func(i int) string { return fmt.Sprintf("%s-%05d", strings.Repeat("s", 120), i) }
+	s.putSchedules(n, name, delayq.ScheduleSpec{Cron: "@every 1h", TimeZone: "Europe/Berlin", Topic: strings.Repeat("t", 128)})
+	first := s.get("/schedules")
+	wantStatus(t, "the first page of 3,000 schedules", first, http.StatusOK)
+	if rows := strings.Count(first.body, "<tr data-schedule="); rows != schedulesPerPage {
+		t.Errorf("the first page shows %d schedules, want %d", rows, schedulesPerPage)
+	}
+	pages := (n + schedulesPerPage - 1) / schedulesPerPage
+	if want := fmt.Sprintf(`href="/schedules?page=2" rel="next"`); !strings.Contains(first.body, want) {
+		t.Errorf("the first page does not link the next: want %s", want)
+	}
+	if !strings.Contains(first.body, fmt.Sprintf("page 1 of %d (%d schedules)", pages, n)) {
+		t.Error("the first page does not say how many pages and schedules there are")
+	}
+	last := s.get(fmt.Sprintf("/schedules?page=%d", pages+5))
+	wantStatus(t, "a page past the last", last, http.StatusOK)
+	if !strings.Contains(last.body, `<tr data-schedule="`+name(n-1)+`">`) || strings.Contains(last.body, `rel="next"`) {
+		t.Error("a page past the last does not show the last page")
+	}
+	if got := regexpFind(t, s.get("/").body, `id="schedules-link">Schedules <b>(\d+)</b>`); got != strconv.Itoa(n) {
+		t.Errorf("the overview counts %s schedules, want %d", got, n)
+	}
+}
+
+// The overview counts the schedules without reading them: each holds its job's body, and 40
+// bodies of 1 MiB made every view of the overview read 40 MiB.
+func TestOverviewCountsSchedulesWithoutReadingTheirBodies(t *testing.T) {
+	s := newSite(t, nil)
+	body := []byte(strings.Repeat("x", 1<<20))
+	s.putSchedules(40, func(i int) string { return fmt.Sprintf("big-%02d", i) }, delayq.ScheduleSpec{Cron: "@every 1h", Topic: "t", Job: delayq.Spec{Body: body}})
+	s.get("/") // the first view loads what views share (templates, zones)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	page := s.get("/")
+	runtime.ReadMemStats(&after)
+	wantStatus(t, "the overview", page, http.StatusOK)
+	if got := regexpFind(t, page.body, `id="schedules-link">Schedules <b>(\d+)</b>`); got != "40" {
+		t.Errorf("the overview counts %s schedules, want 40", got)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
+		t.Errorf("a view of the overview allocated %d MiB: it read the schedules' bodies", alloc>>20)
 	}
 }
