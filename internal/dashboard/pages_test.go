@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,5 +272,35 @@ func TestSearchBodiesStopsAtItsByteBudget(t *testing.T) {
 	read := regexpFind(t, a.body, `(\d+) of its 40 jobs read`)
 	if n, _ := strconv.Atoi(read); n > 32 || !strings.Contains(a.body, "(32.0 MiB of bodies), the search stopped there: it reads at most 2000 jobs or 32.0 MiB of bodies.") {
 		t.Errorf("a search over %d bodies of 1 MiB read %s of them:\n%.2000s", jobs, read, a.body)
+	}
+}
+
+// A search by id lists at most maxFound jobs: one id in 8,000 topics with long names listed
+// them all, and took the page past its budget.
+func TestSearchByIDListsAtMostItsMatches(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	const topics = 8000
+	id := strings.Repeat("i", 250)
+	topic := func(i int) string { return fmt.Sprintf("%s-%05d", strings.Repeat("t", 120), i) }
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range topics {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := s.client.Enqueue(context.Background(), topic(i), delayq.Spec{ID: id}); err != nil {
+				t.Errorf("Enqueue: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	a := s.get("/search?q=" + id)
+	wantStatus(t, "an id in 8,000 topics", a, http.StatusOK)
+	if n := strings.Count(a.body, `<li><a href="/topics/`); n != maxFound {
+		t.Errorf("the search lists %d jobs, want %d", n, maxFound)
+	}
+	if want := fmt.Sprintf("the first %d", maxFound); !strings.Contains(a.body, want) {
+		t.Errorf("the search does not say it lists %q", want)
 	}
 }

@@ -14,16 +14,17 @@ import (
 
 // searchData is the search page's.
 type searchData struct {
-	Query  string
-	Topic  string // "" for every topic
-	Found  []*apiv1.Job
-	Topics int       // topics looked in
-	Body   *bodyScan // a search of bodies, not ids
+	Query     string
+	Topic     string // "" for every topic
+	Found     []*apiv1.Job
+	Topics    int       // topics looked in: a search by id stops at maxFound matches
+	AllTopics int       // topics a search by id would look in
+	Body      *bodyScan // a search of bodies, not ids
 }
 
 // search is GET /search?q=<id>[&topic=<topic>]: the jobs with exactly that id, in every topic
-// or in one; or GET /search?topic=<topic>&body=<text>: the jobs of one topic whose bodies hold
-// text, in a bounded scan.
+// or in one, the first maxFound of them; or GET /search?topic=<topic>&body=<text>: the jobs of
+// one topic whose bodies hold text, in a bounded scan.
 func (d *Dashboard) search(w http.ResponseWriter, r *http.Request, v *view) error {
 	q := r.URL.Query()
 	data := searchData{Query: strings.TrimSpace(q.Get("q")), Topic: q.Get("topic")}
@@ -55,8 +56,12 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request, v *view) erro
 			return err
 		}
 	}
-	data.Topics = len(topics)
+	data.AllTopics = len(topics)
 	for _, t := range topics {
+		if len(data.Found) >= maxFound {
+			break
+		}
+		data.Topics++
 		j, err := d.c.Get(ctx, t, data.Query)
 		if errors.Is(err, delayq.ErrNotFound) {
 			continue
@@ -64,7 +69,7 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request, v *view) erro
 		if err != nil {
 			return err
 		}
-		data.Found = append(data.Found, apiv1.NewJob(j))
+		data.Found = append(data.Found, withoutBody(j))
 	}
 	if len(data.Found) == 1 {
 		j := data.Found[0]
