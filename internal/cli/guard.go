@@ -21,10 +21,14 @@ func guard(cfg serverConfig, h http.Handler, log *slog.Logger) (http.Handler, er
 			"every job; give it tokens (--auth-token), or --listen 127.0.0.1:7070. Browsers stay held off: it answers only "+
 			"localhost, IP addresses, the --listen host and --allowed-host names (docs/security.md)", "listen", cfg.listen)
 	}
-	if !cfg.open() && len(cfg.allowedHosts) > 0 {
+	var public []string
+	if !cfg.open() && cfg.metricsPublic {
+		public = []string{"/metrics"} // served without a token: a rebound name must not read it
+	}
+	if !cfg.open() && !cfg.metricsPublic && len(cfg.allowedHosts) > 0 {
 		log.Warn("--allowed-host has no effect on a server with API tokens: it answers every Host, and the tokens protect it")
 	}
-	g, err := httpapi.NewGuard(httpapi.GuardConfig{CheckHost: cfg.open(), Listen: cfg.listen, AllowedHosts: cfg.allowedHosts}, h)
+	g, err := httpapi.NewGuard(httpapi.GuardConfig{CheckHost: cfg.open(), Listen: cfg.listen, AllowedHosts: cfg.allowedHosts, PublicPaths: public}, h)
 	if err != nil {
 		return nil, fmt.Errorf("--allowed-host: %w", err)
 	}

@@ -109,7 +109,7 @@ that the collector runs sooner when the heap nears it.`),
 	f.StringVar(&cfg.redisServer, "redis-server", "redis-server", "the redis-server executable of the embedded Redis, a path or a name on PATH")
 	f.StringVar(&cfg.appendFsync, "redis-appendfsync", "everysec", "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
-	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics)")
+	f.BoolVar(&cfg.metricsPublic, "metrics-public", false, "serve /metrics without a token even when API tokens are set (for a scrape on a private port; the series name your topics); it then answers only localhost, IP addresses, the --listen host and --allowed-host names")
 	f.BoolVar(&cfg.scheduler, "scheduler", true, "enqueue the jobs of the schedules' ticks; any number of servers may, each tick still gives one job")
 	f.BoolVar(&cfg.dashboardReadOnly, "dashboard-read-only", false, "show the web dashboard at / without its actions (cancel, reschedule, requeue, delete), and refuse them; the dashboard only: the API on the same port still takes every call its tokens allow (reader tokens of --auth-tokens-file limit the API)")
 	cfg.archive.flags(f)

@@ -27,6 +27,10 @@ type GuardConfig struct {
 	Listen string
 	// AllowedHosts are the other host names allowed, each with any port.
 	AllowedHosts []string
+	// PublicPaths are paths served without a token on a server with tokens (/metrics with
+	// --metrics-public): the Host check applies to them even without CheckHost, since no token
+	// keeps a rebound name's page from reading them.
+	PublicPaths []string
 }
 
 // Guard is what every request of delayq server passes first, to the API and to the web
@@ -45,15 +49,19 @@ type GuardConfig struct {
 //     lingerTime, so that a client that writes its whole request before reading the answer
 //     gets the answer instead of a reset connection.
 type Guard struct {
-	next  http.Handler
-	check bool
-	names map[string]bool
-	cop   *http.CrossOriginProtection
+	next   http.Handler
+	check  bool
+	public map[string]bool
+	names  map[string]bool
+	cop    *http.CrossOriginProtection
 }
 
 // NewGuard returns next behind a Guard.
 func NewGuard(cfg GuardConfig, next http.Handler) (*Guard, error) {
-	g := &Guard{next: next, check: cfg.CheckHost, names: map[string]bool{"localhost": true}, cop: http.NewCrossOriginProtection()}
+	g := &Guard{next: next, check: cfg.CheckHost, public: map[string]bool{}, names: map[string]bool{"localhost": true}, cop: http.NewCrossOriginProtection()}
+	for _, p := range cfg.PublicPaths {
+		g.public[p] = true
+	}
 	if host := hostName(cfg.Listen); host != "" {
 		g.names[host] = true
 	}
@@ -117,6 +125,11 @@ func (g *Guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if g.check && r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !g.hostAllowed(r.Host) {
 		refuse(w, fmt.Sprintf("this server has no API tokens and answers only its loopback names, IP addresses and the names it is given, not Host %q: "+
 			"start it with --allowed-host %s (or $DELAYQ_ALLOWED_HOSTS) to allow that name, or with API tokens", r.Host, hostName(r.Host)))
+		return
+	}
+	if !g.check && g.public[r.URL.Path] && !g.hostAllowed(r.Host) {
+		refuse(w, fmt.Sprintf("%s is served without a token, and so only to its loopback names, IP addresses and the names it is given, not Host %q: "+
+			"start the server with --allowed-host %s (or $DELAYQ_ALLOWED_HOSTS) to allow that name", r.URL.Path, r.Host, hostName(r.Host)))
 		return
 	}
 	if err := g.cop.Check(r); err != nil {

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
+
 	"bufio"
 	"context"
 	"fmt"
@@ -243,4 +245,20 @@ func TestGuardRefusesAllowedHostsThatAreNotNames(t *testing.T) {
 			t.Errorf("allowed host %q: %v", h, err)
 		}
 	}
+}
+
+// On a server with tokens, /metrics served without a token (--metrics-public) answers only the
+// server's own names: a page on a rebound name cannot read the topics from it; the API's
+// routes, which need a token, answer any Host.
+func TestPublicMetricsAnswerOnlyTheServersNames(t *testing.T) {
+	t.Parallel()
+	g := newGuarded(t, GuardConfig{PublicPaths: []string{"/metrics"}}, func(c *Config) {
+		c.Tokens = []string{"a-token-of-enough-length"}
+		c.MetricsPublic = true
+		c.Registry = prometheus.NewRegistry()
+	})
+	g.send("GET", "/metrics", "evil.example:7070", "").wantError(t, http.StatusForbidden, codePermission)
+	g.send("GET", "/metrics", "localhost:7070", "").want(t, http.StatusOK)
+	g.send("GET", "/metrics", "10.1.2.3:7070", "").want(t, http.StatusOK)
+	g.send("GET", "/v1/topics", "queue.example.com", "", "Authorization", "Bearer a-token-of-enough-length").want(t, http.StatusOK)
 }
