@@ -225,7 +225,7 @@ func TestSchedulesListIsPagedWithinItsBudget(t *testing.T) {
 		t.Errorf("the first page shows %d schedules, want %d", rows, schedulesPerPage)
 	}
 	pages := (n + schedulesPerPage - 1) / schedulesPerPage
-	if want := fmt.Sprintf(`href="/schedules?page=2" rel="next"`); !strings.Contains(first.body, want) {
+	if want := `href="/schedules?page=2" rel="next"`; !strings.Contains(first.body, want) {
 		t.Errorf("the first page does not link the next: want %s", want)
 	}
 	if !strings.Contains(first.body, fmt.Sprintf("page 1 of %d (%d schedules)", pages, n)) {
