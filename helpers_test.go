@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,4 +147,21 @@ func waitAwaiting(t testing.TB, c *Client, topic string, lane store.Lane) {
 		snap := s.Snapshot()
 		return snap.Partitions == 0 && snap.Awaiting // set once the registry answered that the topic is missing
 	})
+}
+
+// infoField returns a numeric field of a section of the server's INFO.
+func infoField(t testing.TB, rdb redis.UniversalClient, section, field string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no %s in INFO %s", field, section)
+	return 0
 }
