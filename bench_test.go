@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -130,19 +128,9 @@ func BenchmarkMemoryPerJob(b *testing.B) {
 	}
 }
 
+// usedMemory returns the server's used_memory.
 func usedMemory(b *testing.B, rdb redis.UniversalClient) int64 {
-	info, err := rdb.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	b.Fatal("no used_memory in INFO memory")
-	return 0
+	return infoField(b, rdb, "memory", "used_memory")
 }
 
 // BenchmarkWorkerDrain measures how fast a Worker with 16 handler slots drains a backlog of due

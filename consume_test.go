@@ -1,9 +1,14 @@
 package delayq
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/store"
 	"github.com/delayq/delayq/internal/testwait"
 )
@@ -374,39 +380,162 @@ func TestReleaseMakesDueAtOnceWithoutCountingTheAttempt(t *testing.T) {
 	}
 }
 
-func TestPriorityThenDueTimeOrder(t *testing.T) {
-	t.Parallel()
-	c, _ := newTestClient(t, Config{Partitions: 1})
-	ctx := testContext(t)
-	base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
-	specs := []Spec{
-		{ID: "p0-late", RunAt: base.Add(3 * time.Second)},
-		{ID: "p5-late", Priority: 5, RunAt: base.Add(2 * time.Second)},
-		{ID: "p0-early", RunAt: base},
-		{ID: "p-3", Priority: -3, RunAt: base.Add(-time.Hour)},
-		{ID: "p5-early", Priority: 5, RunAt: base.Add(time.Second)},
-		{ID: "p1000", Priority: 1000, RunAt: base.Add(time.Minute)},
-		{ID: "p-1000", Priority: -1000, RunAt: base.Add(-2 * time.Hour)},
-		{ID: "future", Priority: 1000, Delay: time.Hour},
-	}
-	if _, err := c.EnqueueBatch(ctx, "t", specs); err != nil {
-		t.Fatal(err)
-	}
-	var order []string
-	for {
-		jobs, err := c.Reserve(ctx, "t", ReserveOptions{})
+// TestReserveOrder: Reserve hands out jobs by priority, then due time, then id, across
+// partitions and shards, in one call and across calls.
+func TestReserveOrder(t *testing.T) {
+	t.Run("priority then due time", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, Config{Partitions: 1})
+		ctx := testContext(t)
+		base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+		specs := []Spec{
+			{ID: "p0-late", RunAt: base.Add(3 * time.Second)},
+			{ID: "p5-late", Priority: 5, RunAt: base.Add(2 * time.Second)},
+			{ID: "p0-early", RunAt: base},
+			{ID: "p-3", Priority: -3, RunAt: base.Add(-time.Hour)},
+			{ID: "p5-early", Priority: 5, RunAt: base.Add(time.Second)},
+			{ID: "p1000", Priority: 1000, RunAt: base.Add(time.Minute)},
+			{ID: "p-1000", Priority: -1000, RunAt: base.Add(-2 * time.Hour)},
+			{ID: "future", Priority: 1000, Delay: time.Hour},
+		}
+		if _, err := c.EnqueueBatch(ctx, "t", specs); err != nil {
+			t.Fatal(err)
+		}
+		var order []string
+		for {
+			jobs, err := c.Reserve(ctx, "t", ReserveOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs) == 0 {
+				break
+			}
+			order = append(order, jobs[0].ID)
+		}
+		want := []string{"p1000", "p5-early", "p5-late", "p0-early", "p0-late", "p-3", "p-1000"}
+		if !slices.Equal(order, want) {
+			t.Errorf("order %v, want %v", order, want)
+		}
+	})
+
+	// One reserve over several partitions hands out the best jobs of all of them, in priority,
+	// then due-time order: three due jobs with priorities 0, 5 and 1, each in a partition of its
+	// own, come back as 5, 1, 0 — also one at a time — whichever partition a call looks at first.
+	t.Run("across partitions", func(t *testing.T) {
+		t.Parallel()
+		for _, max := range []int{3, 1} {
+			t.Run(fmt.Sprintf("max %d", max), func(t *testing.T) {
+				t.Parallel()
+				c, _ := newTestClient(t, Config{Partitions: 4})
+				for round := range 4 {
+					ids := idsInPartitions(t, fmt.Sprintf("r%d", round), 4, 0, 1, 2)
+					for i, prio := range []int{0, 5, 1} {
+						mustEnqueue(t, c, "t", Spec{ID: ids[i], Priority: prio})
+					}
+					want := ids[1] + " " + ids[2] + " " + ids[0]
+					got := ""
+					for len(got) < len(want) {
+						got = strings.TrimSpace(got + " " + reservedOrder(t, c, "t", max))
+					}
+					if got != want {
+						t.Fatalf("round %d: reserved %q, want %q (priorities 5, 1, 0)", round, got, want)
+					}
+				}
+			})
+		}
+	})
+
+	// Within a priority, the earliest due job of any partition comes first.
+	t.Run("by due time across partitions", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, Config{Partitions: 4})
+		ids := idsInPartitions(t, "d", 4, 3, 2, 1, 0)
+		base := time.Now().Add(-time.Hour)
+		// Due 4, 1, 3 and 2 minutes after base, in partitions 3, 2, 1 and 0.
+		for i, m := range []int{4, 1, 3, 2} {
+			mustEnqueue(t, c, "t", Spec{ID: ids[i], RunAt: base.Add(time.Duration(m) * time.Minute)})
+		}
+		want := strings.Join([]string{ids[1], ids[3], ids[2], ids[0]}, " ")
+		if got := reservedOrder(t, c, "t", 4); got != want {
+			t.Fatalf("reserved %q, want %q (earliest due first)", got, want)
+		}
+	})
+
+	// On a Cluster the partitions live on different shards; the order holds across them.
+	t.Run("across cluster shards", func(t *testing.T) {
+		t.Parallel()
+		cluster := redistest.NewCluster(t, 3, 0)
+		c := newClientOn(t, cluster.Client(t), Config{})
+		n := 16
+		ids := idsInPartitions(t, "s", n, 0, 5, 10, 15)
+		for i, prio := range []int{1, 3, 2, 4} {
+			mustEnqueue(t, c, "t", Spec{ID: ids[i], Priority: prio})
+		}
+		want := strings.Join([]string{ids[3], ids[1], ids[2], ids[0]}, " ")
+		if got := reservedOrder(t, c, "t", 4); got != want {
+			t.Fatalf("reserved %q, want %q (priorities 4, 3, 2, 1)", got, want)
+		}
+	})
+
+	// On a topic of eight partitions,
+	// Reserve with Max > 1 hands out ordinary jobs by priority, then due time, across calls and
+	// within each, whatever partition each job is in.
+	t.Run("batches over partitions", func(t *testing.T) {
+		for _, max := range []int{1, 3, 7, 50} {
+			t.Run(fmt.Sprintf("max=%d", max), func(t *testing.T) {
+				c, _ := newTestClient(t, Config{Partitions: 8})
+				base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+				const n = 60
+				for i := range n {
+					mustEnqueue(t, c, "order", Spec{
+						Body:     []byte("x"),
+						RunAt:    base.Add(time.Duration((i*37)%n) * time.Second),
+						Priority: []int{0, 3, -2, 3, 1}[i%5],
+					})
+				}
+				checkRanked(t, drainInBatches(t, c, "order", max), n)
+			})
+		}
+	})
+
+	// Delayed jobs that come due together are
+	// promoted by the look at the partitions' heads and handed out by priority, then due time.
+	t.Run("batches over partitions after promotion", func(t *testing.T) {
+		c, _ := newTestClient(t, Config{Partitions: 8})
+		const n = 40
+		for i := range n {
+			mustEnqueue(t, c, "later", Spec{
+				Body:     []byte("x"),
+				Delay:    time.Duration(10+(i*13)%n) * time.Minute,
+				Priority: []int{2, 0, 5}[i%3],
+			})
+		}
+		advance(c, 2*time.Hour)
+		checkRanked(t, drainInBatches(t, c, "later", 4), n)
+	})
+
+	// A job released (at once) keeps its rank
+	// among the others over partitions.
+	t.Run("batches over partitions after release", func(t *testing.T) {
+		c, _ := newTestClient(t, Config{Partitions: 8})
+		ctx := testContext(t)
+		base := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+		const n = 30
+		for i := range n {
+			mustEnqueue(t, c, "rel", Spec{Body: []byte("x"), RunAt: base.Add(time.Duration(i) * time.Second), Priority: i % 2})
+		}
+		jobs, err := c.Reserve(ctx, "rel", ReserveOptions{Max: 6})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(jobs) == 0 {
-			break
+		checkRanked(t, jobs, 6)
+		for _, j := range jobs {
+			if err := c.Release(ctx, j.Lease()); err != nil {
+				t.Fatal(err)
+			}
 		}
-		order = append(order, jobs[0].ID)
-	}
-	want := []string{"p1000", "p5-early", "p5-late", "p0-early", "p0-late", "p-3", "p-1000"}
-	if !slices.Equal(order, want) {
-		t.Errorf("order %v, want %v", order, want)
-	}
+		checkRanked(t, drainInBatches(t, c, "rel", 5), n)
+	})
 }
 
 func TestStats(t *testing.T) {
@@ -622,5 +751,228 @@ func TestExpiredLeaseReachesAWaitingConsumerAcrossRechecks(t *testing.T) {
 	}
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the expired lease's job came %v after the wait began, want about its 600ms TTR", took)
+	}
+}
+
+// idsInPartitions returns one id per wanted partition of an n-partition topic.
+func idsInPartitions(t *testing.T, prefix string, n int, wanted ...int) []string {
+	t.Helper()
+	out := make([]string, len(wanted))
+	for k, p := range wanted {
+		for i := 0; out[k] == ""; i++ {
+			id := fmt.Sprintf("%s-%d", prefix, i)
+			if keys.PartitionOf(id, n) == p && !containsID(out, id) {
+				out[k] = id
+			}
+		}
+	}
+	return out
+}
+
+func containsID(ids []string, id string) bool {
+	for _, v := range ids {
+		if v == id {
+			return true
+		}
+	}
+	return false
+}
+
+// reservedOrder reserves up to max jobs at once and returns their ids in the order given.
+func reservedOrder(t *testing.T, c *Client, topic string, max int) string {
+	t.Helper()
+	jobs, err := c.Reserve(testContext(t), topic, ReserveOptions{Max: max})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return strings.Join(ids, " ")
+}
+
+// jobRank orders jobs as Reserve hands them out: higher priority first, then earlier due
+// time, then id.
+func jobRank(a, b *Job) int {
+	return cmp.Or(cmp.Compare(b.Priority, a.Priority), a.RunAt.Compare(b.RunAt), cmp.Compare(a.ID, b.ID))
+}
+
+// drainInBatches reserves max jobs at a time until none is left and acks them; it returns the
+// jobs in the order they came.
+func drainInBatches(t *testing.T, c *Client, topic string, max int) []*Job {
+	t.Helper()
+	ctx := testContext(t)
+	var out []*Job
+	for range 1000 {
+		jobs, err := c.Reserve(ctx, topic, ReserveOptions{Max: max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			return out
+		}
+		for _, j := range jobs {
+			if err := c.Ack(ctx, j.Lease()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, jobs...)
+	}
+	t.Fatal("the topic never emptied")
+	return nil
+}
+
+// checkRanked wants jobs in Reserve's order, and n of them.
+func checkRanked(t *testing.T, jobs []*Job, n int) {
+	t.Helper()
+	if len(jobs) != n {
+		t.Errorf("got %d jobs; want %d", len(jobs), n)
+	}
+	for k := 1; k < len(jobs); k++ {
+		a, b := jobs[k-1], jobs[k]
+		if jobRank(a, b) > 0 {
+			t.Errorf("job %d: %s (priority %d, due %s) came after %s (priority %d, due %s)", k,
+				b.ID, b.Priority, b.RunAt.Format(time.StampMilli), a.ID, a.Priority, a.RunAt.Format(time.StampMilli))
+		}
+	}
+}
+
+// A Reserve whose context ends while its script waits in a paused Redis (SIGSTOP) leases
+// nothing to nobody: whether the script runs before or after the Client gives up, the job ends
+// up ready again with no attempt counted, and Reserve answers ctx's error.
+func TestReserveEndedMidCallPutsJobsBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// honour makes go-redis end the call at ctx's deadline (the reply is then lost);
+		// otherwise it reads the reply once Redis runs again, after ctx has ended.
+		honour bool
+		end    func(context.Context) (context.Context, context.CancelFunc)
+	}{
+		{"cancelled", false, context.WithCancel},
+		{"deadline", true, func(ctx context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 150*time.Millisecond)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			srv := redistest.Standalone(t)
+			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: tc.honour})
+			t.Cleanup(func() { rdb.Close() })
+			c := newClientOn(t, rdb, Config{})
+			mustEnqueue(t, c, "t", Spec{ID: "later", Delay: time.Hour})
+			if jobs, err := c.Reserve(testContext(t), "t", ReserveOptions{}); err != nil || len(jobs) != 0 {
+				t.Fatalf("first reserve: %v, %v", jobs, err)
+			}
+			mustEnqueue(t, c, "t", Spec{ID: "a", NoRetries: true})
+
+			srv.Stop(t)
+			ctx, cancel := tc.end(testContext(t))
+			defer cancel()
+			type result struct {
+				jobs []*Job
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 5})
+				done <- result{jobs, err}
+			}()
+			// The call must be in flight when ctx ends: wait until its bytes wait in the
+			// paused server's receive queue.
+			testwait.For(t, 20*time.Second, "the reserve to reach the paused server", func() bool { return queuedFor(t, srv.Addr) > 0 })
+			cancel()
+			srv.Cont(t)
+			r := <-done
+			if len(r.jobs) != 0 || !errors.Is(r.err, ctx.Err()) {
+				t.Fatalf("Reserve = %d jobs, %v; want none and %v", len(r.jobs), r.err, ctx.Err())
+			}
+			testwait.For(t, 20*time.Second, "the abandoned job to be ready again with no attempt counted", func() bool {
+				j, err := c.Get(testContext(t), "t", "a")
+				return err == nil && j.State == StateReady && j.Attempts == 0
+			})
+			j := reserveOne(t, c, "t", 0)
+			if j.ID != "a" || j.Attempts != 1 {
+				t.Fatalf("next reserve: %s attempt %d", j.ID, j.Attempts)
+			}
+		})
+	}
+}
+
+// queuedFor returns how many bytes wait, unread, in the receive queues of the loopback TCP
+// connections the server at addr ("127.0.0.1:port") accepted, from /proc/net/tcp.
+func queuedFor(t testing.TB, addr string) int64 {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := fmt.Sprintf("0100007F:%04X", p)
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		// sl local_address rem_address st tx_queue:rx_queue ...
+		f := strings.Fields(line)
+		if len(f) < 5 || f[1] != local {
+			continue
+		}
+		_, rx, _ := strings.Cut(f[4], ":")
+		v, err := strconv.ParseInt(rx, 16, 64)
+		if err != nil {
+			t.Fatalf("/proc/net/tcp: %q", line)
+		}
+		n += v
+	}
+	return n
+}
+
+// Over maxmemory (noeviction), consumers still drain: a reserve that has to promote due jobs
+// must not be refused, or a full Redis could never empty.
+func TestReserveOverMaxMemory(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := newClientOn(t, rdb, Config{})
+	mustEnqueue(t, c, "full", Spec{ID: "a", Delay: time.Minute})
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "full", Spec{ID: "b"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	advance(c, time.Minute)
+	// A consumer that starts now must be able to register with the known topic, too.
+	c2 := newClientOn(t, rdb, Config{})
+	c2.store.SetClockOffset(c.store.ClockOffset())
+	j := reserveOne(t, c2, "full", 0)
+	if err := c2.Ack(ctx, Lease{Topic: "full", ID: j.ID, Token: j.LeaseToken}); err != nil {
+		t.Fatalf("Ack over maxmemory: %v", err)
+	}
+}
+
+// Over maxmemory, a running job's lease can still be renewed.
+func TestTouchOverMaxMemory(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := newClientOn(t, rdb, Config{})
+	mustEnqueue(t, c, "full", Spec{ID: "a"})
+	j := reserveOne(t, c, "full", 0)
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "full", Spec{ID: "b"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	if _, err := c.Touch(ctx, Lease{Topic: "full", ID: "a", Token: j.LeaseToken}, time.Minute); err != nil {
+		t.Fatalf("Touch over maxmemory: %v", err)
 	}
 }

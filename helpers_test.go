@@ -2,8 +2,12 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -145,4 +149,95 @@ func waitAwaiting(t testing.TB, c *Client, topic string, lane store.Lane) {
 		snap := s.Snapshot()
 		return snap.Partitions == 0 && snap.Awaiting // set once the registry answered that the topic is missing
 	})
+}
+
+// infoField returns a numeric field of a section of the server's INFO.
+func infoField(t testing.TB, rdb redis.UniversalClient, section, field string) int64 {
+	t.Helper()
+	info, err := rdb.Info(context.Background(), section).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	t.Fatalf("no %s in INFO %s", field, section)
+	return 0
+}
+
+// startScheduler runs a Scheduler on c until the test ends or the returned function is called.
+func startScheduler(t *testing.T, c *Client, cfg SchedulerConfig) (stop func()) {
+	t.Helper()
+	s, err := NewScheduler(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Run(ctx)
+	}()
+	stop = sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
+	t.Cleanup(stop)
+	return stop
+}
+
+// look runs one look of a Scheduler on c, with the default look-ahead.
+func look(t *testing.T, c *Client) {
+	t.Helper()
+	s, err := NewScheduler(c, SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.look(testContext(t))
+}
+
+func mustPutSchedule(t *testing.T, c *Client, name string, s ScheduleSpec) *Schedule {
+	t.Helper()
+	sch, _, err := c.PutSchedule(testContext(t), name, s)
+	if err != nil {
+		t.Fatalf("PutSchedule(%q): %v", name, err)
+	}
+	return sch
+}
+
+// ticksAfter returns the ticks of an @every schedule created at created: one each interval
+// from the whole second it was created in, n of them.
+func ticksAfter(created time.Time, every time.Duration, n int) []time.Time {
+	out := make([]time.Time, n)
+	for i := range out {
+		out[i] = created.Truncate(time.Second).Add(time.Duration(i+1) * every)
+	}
+	return out
+}
+
+// jobsOfTick returns how many jobs schedule name's tick at tk has, over topics.
+func jobsOfTick(t *testing.T, c *Client, name string, tk time.Time, topics ...string) int {
+	t.Helper()
+	n := 0
+	for _, topic := range topics {
+		_, err := c.Get(testContext(t), topic, TickID(name, tk))
+		switch {
+		case err == nil:
+			n++
+		case !errors.Is(err, ErrNotFound):
+			t.Fatalf("Get(%s, %s): %v", topic, TickID(name, tk), err)
+		}
+	}
+	return n
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

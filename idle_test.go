@@ -2,8 +2,6 @@ package delayq
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,19 +14,7 @@ import (
 // commandsProcessed returns the server's total_commands_processed (commands inside scripts
 // count, and so does this INFO).
 func commandsProcessed(t testing.TB, rdb redis.UniversalClient) int64 {
-	t.Helper()
-	info, err := rdb.Info(context.Background(), "stats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no total_commands_processed in INFO stats")
-	return 0
+	return infoField(t, rdb, "stats", "total_commands_processed")
 }
 
 // Waiting consumers of one topic in one process share their safety rechecks: Redis sees the

@@ -1,11 +1,19 @@
 package delayq
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/ids"
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/redistest"
 )
 
 func TestEnqueueGet(t *testing.T) {
@@ -354,5 +362,144 @@ func TestSubMillisecondDueTimesRoundUp(t *testing.T) {
 	r2, err := c.RescheduleAt(ctx, "t", j.ID, at)
 	if err != nil || r2.RunAt.Before(at) {
 		t.Errorf("RescheduleAt(%v) = %v, %v; want no earlier", at, r2.RunAt, err)
+	}
+}
+
+// TestGeneratedID: Enqueue without an id draws a valid id, and draws again when it is taken.
+func TestGeneratedID(t *testing.T) {
+	t.Run("collision draws again", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, Config{})
+		mustEnqueue(t, c, "t", Spec{ID: "taken-id-001"})
+		draws := []string{"taken-id-001", "taken-id-001", "fresh-id-002"}
+		c.newID = func() string { id := draws[0]; draws = draws[1:]; return id }
+		j, err := c.Enqueue(testContext(t), "t", Spec{Body: []byte("x")})
+		if err != nil || j.ID != "fresh-id-002" {
+			t.Fatalf("Enqueue with colliding generated ids = %+v, %v; want the third draw", j, err)
+		}
+	})
+
+	// Two Enqueue calls without an id are two jobs, however alike. When the second one's generated
+	// id collides with the first's (Enqueue draws again on ErrExists for exactly that case), an
+	// identical spec must not be taken for a repeat of the first call: no caller repeats a call whose
+	// id the Client made, so answering the first job drops the second.
+	t.Run("collision with an identical job draws again", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, Config{})
+		draws := []string{"drawn-id-001", "drawn-id-001", "fresh-id-002"}
+		c.newID = func() string { id := draws[0]; draws = draws[1:]; return id }
+		s := Spec{Body: []byte("same body")}
+		first := mustEnqueue(t, c, "t", s)
+		second := mustEnqueue(t, c, "t", s)
+		if second.ID == first.ID {
+			t.Fatalf("two Enqueue calls without an id both answered job %q (the second's draw collided): one job was dropped", first.ID)
+		}
+		if st, err := c.Stats(testContext(t), "t"); err != nil || st.Ready != 2 {
+			t.Fatalf("Stats = %+v, %v; want 2 ready jobs", st, err)
+		}
+	})
+
+	t.Run("ids are valid", func(t *testing.T) {
+		t.Parallel()
+		for range 1000 {
+			if id := ids.New(); ValidateID(id) != nil {
+				t.Fatalf("generated id %q: %v", id, ValidateID(id))
+			}
+		}
+	})
+}
+
+// clusterWithAShardDown returns a Client on a 3-primary Cluster whose first primary has been
+// killed, and tells, for a job id of topic, whether its partition lives on the dead shard.
+func clusterWithAShardDown(t *testing.T, topic string) (*Client, func(id string) bool) {
+	t.Helper()
+	cluster := redistest.NewCluster(t, 3, 0)
+	rdb := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: cluster.Addrs(), DialTimeout: 200 * time.Millisecond,
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, MaxRedirects: 1,
+	})
+	t.Cleanup(func() { rdb.Close() })
+	// The live shards keep serving once the cluster marks the dead one as failed.
+	for _, node := range cluster.Nodes {
+		if err := node.Client(t).ConfigSet(context.Background(), "cluster-require-full-coverage", "no").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newClientOn(t, rdb, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, topic, Spec{ID: "before", Delay: time.Hour}) // the topic exists
+	n, err := c.partitions(ctx, topic, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := cluster.Nodes[0]
+	onDead := map[int]bool{}
+	for p := range n {
+		node, err := rdb.MasterForKey(ctx, c.store.Partition(topic, p).Jobs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		onDead[p] = node.Options().Addr == dead.Addr
+	}
+	dead.Kill(t)
+	return c, func(id string) bool { return onDead[keys.PartitionOf(id, n)] }
+}
+
+// A batch whose partitions' calls partly fail reports each job's own outcome: the jobs of the
+// live shards are stored, those of the dead one carry its error.
+func TestBatchWithAShardDownIsPartial(t *testing.T) {
+	t.Parallel()
+	c, onDead := clusterWithAShardDown(t, "half")
+	ctx := testContext(t)
+	specs := make([]Spec, 60)
+	for i := range specs {
+		specs[i] = Spec{ID: fmt.Sprintf("j%d", i), Delay: time.Hour}
+	}
+	results, err := c.EnqueueBatch(ctx, "half", specs)
+	if err != nil {
+		t.Fatalf("EnqueueBatch: %v", err)
+	}
+	stored, failed := 0, 0
+	for i, r := range results {
+		id := specs[i].ID
+		switch {
+		case onDead(id) && r.Err == nil:
+			t.Errorf("%s lives on the dead shard but was reported stored", id)
+		case !onDead(id) && r.Err != nil:
+			t.Errorf("%s lives on a live shard but was reported failed: %v", id, r.Err)
+		case r.Err == nil:
+			stored++
+			if _, err := c.Get(ctx, "half", id); err != nil {
+				t.Errorf("%s reported stored: Get = %v", id, err)
+			}
+		default:
+			failed++
+		}
+	}
+	if stored == 0 || failed == 0 {
+		t.Fatalf("%d stored, %d failed: want both", stored, failed)
+	}
+}
+
+// Concurrent Enqueue calls share round trips, but each sees only its own script's outcome.
+func TestCoalescedEnqueuesWithAShardDown(t *testing.T) {
+	t.Parallel()
+	c, onDead := clusterWithAShardDown(t, "half")
+	ctx := testContext(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 60)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = c.Enqueue(ctx, "half", Spec{ID: fmt.Sprintf("j%d", i), Delay: time.Hour})
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		id := fmt.Sprintf("j%d", i)
+		if onDead(id) != (err != nil) {
+			t.Errorf("%s: on the dead shard %v, Enqueue error %v", id, onDead(id), err)
+		}
 	}
 }

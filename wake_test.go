@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/store"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // scriptCalls returns how many EVALSHA and EVAL calls the server has run.
@@ -73,5 +76,63 @@ func TestNoticesWakeOnlyTheirLane(t *testing.T) {
 	}
 	if jobs := <-pull; len(jobs) != 0 {
 		t.Errorf("pull lane got %v", jobs)
+	}
+}
+
+// On a Cluster, a Client's wake-up notices use one connection per shard, however many topic
+// partitions it listens to: 20 topics × 16 partitions take 3 connections, not 320.
+func TestClusterNoticesUseOneConnectionPerShard(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.NewCluster(t, 3, 0)
+	rdb := cluster.Client(t)
+	c := newClientOn(t, rdb, Config{RecheckInterval: time.Minute})
+	producer := newClientOn(t, rdb, Config{})
+	ctx := testContext(t)
+	const topics = 20
+	for i := range topics {
+		topic := fmt.Sprint("t", i)
+		mustEnqueue(t, producer, topic, Spec{ID: "later", Delay: time.Hour})
+		if _, err := c.Reserve(ctx, topic, ReserveOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// pubsub returns, per node, the connections subscribed to shard channels and their channels.
+	pubsub := func() (conns []int, channels int) {
+		for _, node := range cluster.Nodes {
+			list, err := node.Client(t).ClientList(context.Background()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, line := range strings.Split(list, "\n") {
+				for _, field := range strings.Fields(line) {
+					if v, ok := strings.CutPrefix(field, "ssub="); ok && v != "0" {
+						k, _ := strconv.Atoi(v)
+						n++
+						channels += k
+					}
+				}
+			}
+			conns = append(conns, n)
+		}
+		return conns, channels
+	}
+	testwait.For(t, 20*time.Second, "a subscription to every partition of every topic", func() bool { _, n := pubsub(); return n == topics*16 })
+	if conns, _ := pubsub(); fmt.Sprint(conns) != "[1 1 1]" {
+		t.Fatalf("pub/sub connections per shard: %v, want one each", conns)
+	}
+	got := make(chan []*Job, 1)
+	go func() {
+		jobs, _ := c.Reserve(ctx, "t7", ReserveOptions{Wait: 10 * time.Second})
+		got <- jobs
+	}()
+	waitSettled(t, c, "t7", store.LanePull) // the consumer sleeps
+	start := time.Now()
+	mustEnqueue(t, producer, "t7", Spec{ID: "now"})
+	if jobs := <-got; len(jobs) != 1 || jobs[0].ID != "now" {
+		t.Fatalf("got %v", jobs)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("woken %v after the enqueue: the notice did not arrive", d)
 	}
 }

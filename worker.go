@@ -83,7 +83,7 @@ type Worker struct {
 	// Finished jobs are acked by the next reserve call of a fetcher, which carries the acks of
 	// its partition along: a busy Worker makes one round trip per batch of jobs, not one per
 	// batch plus one per ack (internal/ackq). Nacks that fail for a passing reason are tried
-	// again until they go through, the lease is lost or its deadline passes (settle.go).
+	// again until they go through, the lease is lost or its deadline passes (worker_settle.go).
 	acks *ackq.Queue
 }
 

@@ -4,11 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
 )
 
@@ -356,4 +362,262 @@ func TestWorkerHandlerContextAndLateHandle(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the handler registered after Start did not run")
 	}
+}
+
+// A Worker's acks of jobs on live shards go through while its reserve call to a shard that
+// does not answer hangs: they used to wait for the next reserve call, after the hung one.
+func TestWorkerAcksDoNotWaitForAHungShard(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.NewCluster(t, 3, 0)
+	rdb := cluster.Client(t)
+	c := newClientOn(t, rdb, Config{RecheckInterval: time.Minute})
+	ctx := testContext(t)
+	const topic = "orders"
+
+	// shardOf returns the address of the node holding job id's partition.
+	shardOf := func(id string) string {
+		key := c.store.Partition(topic, keys.PartitionOf(id, 16)).Jobs()
+		node, err := rdb.MasterForKey(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return node.Options().Addr
+	}
+	hung := cluster.Nodes[0]
+	var good []string
+	victim := ""
+	for i := 0; len(good) < 8 || victim == ""; i++ {
+		id := fmt.Sprint("job-", i)
+		if shardOf(id) == hung.Addr {
+			if victim == "" {
+				victim = id
+			}
+		} else if len(good) < 8 {
+			good = append(good, id)
+		}
+	}
+
+	var mu sync.Mutex
+	handled := map[string]time.Time{}
+	release := make(chan struct{})
+	startWorker(t, c, WorkerConfig{Concurrency: 16}, map[string]Handler{topic: func(ctx context.Context, j *Job) error {
+		<-release // the handlers finish once the shard hangs
+		mu.Lock()
+		handled[j.ID] = time.Now()
+		mu.Unlock()
+		return nil
+	}})
+	// A job on the shard about to hang, due soon: the Worker's reserve call then goes there.
+	victimDue := time.Now().Add(1500 * time.Millisecond)
+	mustEnqueue(t, c, topic, Spec{ID: victim, RunAt: victimDue})
+	for _, id := range good {
+		mustEnqueue(t, c, topic, Spec{ID: id, TTR: time.Minute})
+	}
+	testwait.For(t, 20*time.Second, "the jobs of the live shards to be leased", func() bool {
+		for _, id := range good {
+			if j, err := c.Get(ctx, topic, id); err != nil || j.State != StateReserved {
+				return false
+			}
+		}
+		return true
+	})
+	if time.Until(victimDue) < 300*time.Millisecond {
+		t.Skip("the machine is too slow for this scenario's timing")
+	}
+	hung.Stop(t)
+	t.Cleanup(func() { hung.Cont(t) })
+	// Sleep past the victim's due time: the reserve call to the stopped shard is then under way
+	// (nothing outside the Worker shows the call).
+	time.Sleep(time.Until(victimDue) + 300*time.Millisecond)
+	close(release)
+
+	testwait.For(t, 20*time.Second, "the handlers to finish", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) == len(good)
+	})
+	finished := time.Now()
+	testwait.For(t, 20*time.Second, "the acks of the live shards' jobs", func() bool {
+		for _, id := range good {
+			if _, err := c.Get(ctx, topic, id); !errors.Is(err, ErrNotFound) {
+				return false
+			}
+		}
+		return true
+	})
+	// go-redis gives up on the stopped shard after its 3 s read timeout at the earliest.
+	if took := time.Since(finished); took > 1500*time.Millisecond {
+		t.Errorf("the acks took %v after the handlers finished: they waited for the hung reserve call", took)
+	}
+}
+
+// A job's lease is renewed whatever the consuming Client's limits: a job whose TTR is below the
+// Worker's Client's MinTTR (it was enqueued through a Client with other limits) keeps its
+// lease while its handler runs longer than that TTR.
+func TestWorkerRenewsLeasesBelowItsMinTTR(t *testing.T) {
+	t.Parallel()
+	producer, rdb := newTestClient(t, Config{})
+	consumer := newClientOn(t, rdb, Config{Limits: Limits{MinTTR: time.Second}})
+	var calls atomic.Int32
+	done := make(chan struct{})
+	startWorker(t, consumer, WorkerConfig{}, map[string]Handler{
+		"t": func(ctx context.Context, j *Job) error {
+			if calls.Add(1) == 1 {
+				time.Sleep(800 * time.Millisecond) // four TTRs: only renewal keeps the lease
+				close(done)
+			}
+			return nil
+		},
+	})
+	mustEnqueue(t, producer, "t", Spec{ID: "short", TTR: 200 * time.Millisecond})
+	<-done
+	testwait.For(t, 20*time.Second, "the job to be acked", func() bool { _, err := producer.Get(testContext(t), "t", "short"); return errors.Is(err, ErrNotFound) })
+	if n := calls.Load(); n != 1 {
+		t.Errorf("handler ran %d times: the lease was not renewed", n)
+	}
+}
+
+// The connections between a Worker and Redis all drop, and new ones are refused for 3 s, while
+// its handlers finish: their acks are retried until they go through, so every job's handler
+// runs once, no job goes dead (they allow no retry) and nothing is left reserved.
+func TestWorkerAcksSurviveAConnectionOutage(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	c := newClientOn(t, rdb, Config{})
+	producer := newClientOn(t, srv.Client(t), Config{})
+	ctx := testContext(t)
+
+	const n = 40
+	var mu sync.Mutex
+	runs := map[string]int{}
+	started := make(chan struct{}, n)
+	finish := make(chan struct{})
+	w := startWorker(t, c, WorkerConfig{Concurrency: n}, map[string]Handler{
+		"t": func(ctx context.Context, j *Job) error {
+			mu.Lock()
+			runs[j.ID]++
+			mu.Unlock()
+			started <- struct{}{}
+			<-finish
+			return nil
+		},
+	})
+	specs := make([]Spec, n)
+	for i := range specs {
+		specs[i] = Spec{ID: fmt.Sprint("j", i), TTR: 8 * time.Second, NoRetries: true}
+	}
+	if _, err := producer.EnqueueBatch(ctx, "t", specs); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the handlers did not all start")
+		}
+	}
+	over := proxy.Outage(3 * time.Second)
+	close(finish) // the handlers finish while Redis cannot be reached
+	<-over
+	testwait.For(t, 20*time.Second, "the acks held through the outage to land", func() bool {
+		s, err := producer.Stats(ctx, "t")
+		return err == nil && s.Ready+s.Delayed+s.Reserved+s.Dead == 0
+	})
+	s, _ := producer.Stats(ctx, "t")
+	if s.Dead != 0 || s.Reserved != 0 {
+		t.Fatalf("after the outage: %+v", s)
+	}
+	stopCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := w.Stop(stopCtx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, k := range runs {
+		if k != 1 {
+			t.Errorf("handler of %s ran %d times", id, k)
+		}
+	}
+	if len(runs) != n {
+		t.Errorf("%d of %d jobs handled", len(runs), n)
+	}
+}
+
+// TestWorkerUseWrapsEveryHandlerInOrder registers middleware before and after a handler: each
+// job passes through all of it, the first given outermost; a panic in middleware nacks the job
+// with the panic's text; Use after Start is refused.
+func TestWorkerUseWrapsEveryHandlerInOrder(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	w, err := NewWorker(c, WorkerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var trail []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		trail = append(trail, s)
+	}
+	named := func(name string) Middleware {
+		return func(next Handler) Handler {
+			return func(ctx context.Context, job *Job) error {
+				note(name + " " + job.Topic)
+				if string(job.Body) == "panic in "+name {
+					panic("boom in " + name)
+				}
+				return next(ctx, job)
+			}
+		}
+	}
+	if err := w.Use(named("outer")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan string, 4)
+	handler := func(_ context.Context, job *Job) error { done <- job.ID; return nil }
+	if err := w.Handle("a", handler); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Use(named("inner")); err != nil { // after Handle: still around it
+		t.Fatal(err)
+	}
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop(context.Background())
+	if err := w.Use(named("late")); err == nil {
+		t.Error("Use after Start was accepted")
+	}
+	mustEnqueue(t, c, "a", Spec{ID: "ok"})
+	select {
+	case id := <-done:
+		if id != "ok" {
+			t.Fatalf("handled %q", id)
+		}
+	case <-ctx.Done():
+		t.Fatal("the job was not handled")
+	}
+	mu.Lock()
+	got := slices.Clone(trail)
+	mu.Unlock()
+	if want := []string{"outer a", "inner a"}; !slices.Equal(got, want) {
+		t.Errorf("middleware ran as %q, want %q", got, want)
+	}
+	mustEnqueue(t, c, "a", Spec{ID: "bad", Body: []byte("panic in inner"), NoRetries: true})
+	testwait.ForNil(t, 20*time.Second, "the job whose middleware panicked to go dead", func() error {
+		j, err := c.Get(ctx, "a", "bad")
+		if err != nil {
+			return err
+		}
+		if j.State != StateDead || !strings.Contains(j.LastError, "boom in inner") {
+			return errors.New("state " + string(j.State) + ", last error " + j.LastError)
+		}
+		return nil
+	})
 }

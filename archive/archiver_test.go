@@ -5,9 +5,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/clienthooks"
@@ -16,84 +20,6 @@ import (
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
 )
-
-// newClient returns a delayq Client on a redis-server of its own.
-func newClient(t *testing.T) *delayq.Client {
-	t.Helper()
-	rdb := redistest.Standalone(t).Client(t)
-	c, err := delayq.New(context.Background(), rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-// runArchiver runs an Archiver of c into pg until the test ends.
-func runArchiver(t *testing.T, c *delayq.Client, pg *Store, cfg ArchiverConfig) *Archiver {
-	t.Helper()
-	if cfg.Interval == 0 {
-		cfg.Interval = 20 * time.Millisecond
-	}
-	cfg.Logger = slog.New(slog.DiscardHandler)
-	a, err := NewArchiver(c, pg, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Run: %v", err)
-		}
-	})
-	// Run turns archiving on; wait until the client's scripts are told, or the first outcomes
-	// would not be recorded (the setting is in Redis a moment before the client reads it).
-	testwait.For(t, 10*time.Second, "archiving on", func() bool {
-		return clienthooks.Store(c).Archive() != 0
-	})
-	return a
-}
-
-// history returns every row of topic, oldest first by job id and outcome.
-func history(t *testing.T, pg *Store, topic string) []Outcome {
-	t.Helper()
-	var all []Outcome
-	f := Filter{Topic: topic, Limit: MaxLimit}
-	for {
-		page, err := pg.Query(context.Background(), f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		all = append(all, page.Outcomes...)
-		if page.Next == "" {
-			break
-		}
-		f.Cursor = page.Next
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].ID != all[j].ID {
-			return all[i].ID < all[j].ID
-		}
-		return all[i].Attempts < all[j].Attempts
-	})
-	return all
-}
-
-func waitRows(t *testing.T, pg *Store, topic string, n int) []Outcome {
-	t.Helper()
-	var rows []Outcome
-	testwait.ForNil(t, 30*time.Second, fmt.Sprintf("%d rows of %s", n, topic), func() error {
-		rows = history(t, pg, topic)
-		if len(rows) != n {
-			return fmt.Errorf("%d rows", len(rows))
-		}
-		return nil
-	})
-	return rows
-}
 
 // Every way a job ends reaches the archive once, with its fields, and a failed attempt when
 // asked for.
@@ -232,38 +158,6 @@ func TestArchiverKeepsBeanstalkdJobs(t *testing.T) {
 	}
 	if r := got["00000000000000000004/cancelled"]; r.RunAt.Sub(r.CreatedAt) < long-time.Second {
 		t.Errorf("the delayed job: created %v, run at %v", r.CreatedAt, r.RunAt)
-	}
-}
-
-func keysOf(m map[string]Outcome) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// ackAll enqueues n jobs named prefix-i in topic and acks them, a few at a time.
-func ackAll(t *testing.T, c *delayq.Client, topic, prefix string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	for i := range n {
-		if _, err := c.Enqueue(ctx, topic, delayq.Spec{ID: fmt.Sprintf("%s-%04d", prefix, i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for acked := 0; acked < n; {
-		jobs, err := c.Reserve(ctx, topic, delayq.ReserveOptions{Max: 50})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, j := range jobs {
-			if err := c.Ack(ctx, j.Lease()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		acked += len(jobs)
 	}
 }
 
@@ -447,4 +341,477 @@ func TestArchiverPassesOverAPartitionItCannotRead(t *testing.T) {
 	}
 	runArchiver(t, c, pg, ArchiverConfig{})
 	waitRows(t, pg, "t", inSecond)
+}
+
+// A dead job that is requeued starts its attempts over: when it dies again, that second death
+// is an end of its own and gets a row of its own, as do its failed attempts.
+func TestArchiverRecordsADeathAfterRequeue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+
+	if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: "o-1", MaxRetries: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var zero time.Duration
+	die := func() {
+		t.Helper()
+		for _, dead := range []bool{false, true} {
+			jobs, err := c.Reserve(ctx, "orders", delayq.ReserveOptions{Max: 1})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+			}
+			if _, err := c.Nack(ctx, jobs[0].Lease(), delayq.NackOptions{Error: "no", Delay: &zero, Dead: dead}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	die()
+	if n, err := c.RequeueDead(ctx, "orders", []string{"o-1"}); err != nil || n != 1 {
+		t.Fatalf("RequeueDead: %d, %v", n, err)
+	}
+	die()
+	rows := waitRows(t, pg, "orders", 4)
+	n := map[string]int{}
+	for _, r := range rows {
+		n[r.Outcome]++
+	}
+	if n[Dead] != 2 || n[Failed] != 2 {
+		t.Errorf("rows by outcome %v, want 2 dead and 2 failed", n)
+	}
+}
+
+// An entry the archive cannot store (an unknown outcome, written there by anything but
+// delayq's scripts) is skipped: the outcomes around it in its partition are archived all the
+// same, and the partition is not held up for good.
+func TestArchiverSkipsAnUnstorableEntry(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t).Client(t)
+	c, err := delayq.New(ctx, rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+
+	st := clienthooks.Store(c)
+	if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: "model"}); err != nil {
+		t.Fatal(err)
+	}
+	topics, err := st.Topics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec string
+	var p keys.Partition
+	for i := range topics["orders"] {
+		p = st.Partition("orders", i)
+		if r, err := rdb.HGet(ctx, p.Jobs(), "model").Result(); err == nil {
+			rec = r
+			break
+		}
+	}
+	if rec == "" {
+		t.Fatal("no record of the job")
+	}
+	now := time.Now().UnixMilli()
+	for _, e := range []struct {
+		o  string
+		at int64
+	}{{"bogus", now}, {"dead", 9e18}, {"acked", now}} {
+		if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: p.History(), Values: []any{
+			"o", e.o, "i", e.o + "-job", "r", rec, "a", "1", "t", e.at}}).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Cancel(ctx, "orders", "model"); err != nil {
+		t.Fatal(err)
+	}
+	rows := waitRows(t, pg, "orders", 2)
+	if rows[0].ID != "acked-job" || rows[1].ID != "model" {
+		t.Errorf("rows %v", labels(rows))
+	}
+}
+
+// Ends recorded before their topic is deleted (emptied and deleted, or purged) are archived
+// all the same, though the topic is no longer registered.
+func TestArchiverArchivesTheEndsOfADeletedTopic(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(ctx, c, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "emptied", "e", 3)
+	if _, err := c.DeleteTopic(ctx, "emptied", delayq.DeleteTopicOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "purged", "p", 2)
+	if _, err := c.Enqueue(ctx, "purged", delayq.Spec{ID: "waiting"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteTopic(ctx, "purged", delayq.DeleteTopicOptions{Purge: true}); err != nil {
+		t.Fatal(err)
+	}
+	a := runArchiver(t, c, pg, ArchiverConfig{})
+	waitRows(t, pg, "emptied", 3)
+	waitRows(t, pg, "purged", 2)
+	testwait.ForNil(t, 10*time.Second, "an empty backlog", func() error {
+		b, err := a.Backlog(ctx)
+		if err != nil || b.Waiting != 0 {
+			return fmt.Errorf("%+v, %v", b, err)
+		}
+		return nil
+	})
+}
+
+// On a Redis Cluster, every partition's ends are archived, a topic deleted while they wait
+// included.
+func TestArchiverOnACluster(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := clientOn(t, redistest.NewCluster(t, 3, 0).Client(t), 16)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+	ackAll(t, c, "orders", "o", 64)
+	ackAll(t, c, "gone", "g", 20)
+	if _, err := c.DeleteTopic(ctx, "gone", delayq.DeleteTopicOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: fmt.Sprintf("c-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Cancel(ctx, "orders", fmt.Sprintf("c-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitRows(t, pg, "orders", 74)
+	waitRows(t, pg, "gone", 20)
+}
+
+// Over maxmemory (noeviction), jobs still end while archiving is on: acks, nacks that bury,
+// cancels and dead letters' deletions free memory before they record the end.
+func TestEndsOverMaxMemoryWhileArchiving(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 4)
+	if err := Enable(ctx, c, 1000, true); err != nil {
+		t.Fatal(err)
+	}
+	const n = 40
+	for i := range n {
+		if _, err := c.Enqueue(ctx, "full", delayq.Spec{ID: fmt.Sprintf("j-%02d", i), Body: []byte(strings.Repeat("x", 200))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "full", delayq.ReserveOptions{Max: n - 5})
+	if err != nil || len(jobs) != n-5 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Enqueue(ctx, "full", delayq.Spec{ID: "more"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	ends := map[string]int{}
+	for i, j := range jobs {
+		switch {
+		case i < 20:
+			err = c.Ack(ctx, j.Lease())
+			ends[Acked]++
+		case i < 30:
+			_, err = c.Nack(ctx, j.Lease(), delayq.NackOptions{Error: "no", Dead: true})
+			ends[Dead]++
+		default:
+			err = c.Cancel(ctx, "full", j.ID)
+			ends[Cancelled]++
+		}
+		if err != nil {
+			t.Fatalf("ending %s over maxmemory: %v", j.ID, err)
+		}
+	}
+	if d, err := c.DeleteAllDead(ctx, "full"); err != nil || d != 10 {
+		t.Fatalf("DeleteAllDead over maxmemory: %d, %v", d, err)
+	}
+	ends[DeadDeleted] = 10
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+	rows := waitRows(t, pg, "full", n-5+10)
+	got := map[string]int{}
+	for _, r := range rows {
+		got[r.Outcome]++
+	}
+	if fmt.Sprint(got) != fmt.Sprint(ends) {
+		t.Errorf("rows by outcome %v, want %v", got, ends)
+	}
+}
+
+// An end whose reply was lost, and which go-redis therefore ran again, is archived once.
+func TestEndsWhoseReplyWasLostAreArchivedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	c := clientOn(t, rdb, 1)
+	pg, _ := openStore(t, Options{})
+	if err := Enable(ctx, c, 1000, true); err != nil {
+		t.Fatal(err)
+	}
+	// Every script runs once first, so that a dropped reply is that of a script that ran.
+	ackAll(t, c, "warm", "w", 1)
+	for _, id := range []string{"a", "n", "c", "d"} {
+		if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{Max: 4})
+	if err != nil || len(jobs) != 4 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	lease := map[string]delayq.Lease{}
+	for _, j := range jobs {
+		lease[j.ID] = j.Lease()
+	}
+	drop := func(want string) {
+		t.Helper()
+		fired := proxy.DropReplyOnce(func(args []string) bool {
+			return len(args) > 0 && strings.EqualFold(args[0], "evalsha") && slices.Contains(args, want)
+		})
+		t.Cleanup(func() {
+			select {
+			case <-fired:
+			default:
+				t.Errorf("the reply of the call on %s was never dropped", want)
+			}
+		})
+	}
+	drop("a")
+	if err := c.Ack(ctx, lease["a"]); err != nil {
+		t.Fatal(err)
+	}
+	drop("n")
+	if _, err := c.Nack(ctx, lease["n"], delayq.NackOptions{Dead: true}); err != nil {
+		t.Fatal(err)
+	}
+	drop("c")
+	if err := c.Cancel(ctx, "t", "c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Nack(ctx, lease["d"], delayq.NackOptions{Dead: true}); err != nil {
+		t.Fatal(err)
+	}
+	drop("d")
+	if n, err := c.DeleteDead(ctx, "t", []string{"d"}); err != nil || n != 1 {
+		t.Fatalf("DeleteDead: %d, %v", n, err)
+	}
+	runArchiver(t, c, pg, ArchiverConfig{Failed: true})
+	waitRows(t, pg, "t", 5)
+	time.Sleep(200 * time.Millisecond) // a second row of any end would have come by now
+	if rows := history(t, pg, "t"); len(rows) != 5 {
+		t.Errorf("rows %v", labels(rows))
+	}
+}
+
+// Outcomes an archiver has read are trimmed from a full stream while it writes them: they
+// are archived all the same, so they are not counted as dropped.
+func TestOutcomesTrimmedWhileBeingWrittenAreNotDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t).Client(t)
+	c := clientOn(t, rdb, 1)
+	pg, url := openStore(t, Options{})
+	if err := Enable(ctx, c, 5, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "a", 5)
+	// PostgreSQL holds the archiver's insert until the lock is let go.
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "LOCK TABLE delayq_job_history IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	a := runArchiver(t, c, pg, ArchiverConfig{Keep: 5})
+	history := clienthooks.Store(c).Partition("t", 0).History()
+	testwait.For(t, 10*time.Second, "the archiver reading the outcomes", func() bool {
+		p, err := rdb.XPending(ctx, history, "archivers").Result()
+		return err == nil && p.Count == 5
+	})
+	ackAll(t, c, "t", "b", 3) // trims three of those being written
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitRows(t, pg, "t", 8)
+	testwait.ForNil(t, 10*time.Second, "an empty backlog", func() error {
+		b, err := a.Backlog(ctx)
+		if err != nil || b.Waiting != 0 || b.Dropped != 0 {
+			return fmt.Errorf("backlog %+v, %v; want nothing waiting or dropped: every outcome was archived", b, err)
+		}
+		return nil
+	})
+}
+
+// A job id enqueued again after its job ended names a new job, whose ends get rows of their
+// own, however soon after.
+func TestReusedIDGetsRowsOfItsOwn(t *testing.T) {
+	t.Parallel()
+	c := clientOn(t, redistest.Standalone(t).Client(t), 1)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+	for range 5 {
+		ackAll(t, c, "t", "same", 1)
+	}
+	rows := waitRows(t, pg, "t", 5)
+	for _, r := range rows {
+		if r.ID != "same-0000" || r.Outcome != Acked {
+			t.Errorf("row %s", label(r))
+		}
+	}
+}
+
+// Over maxmemory (noeviction) the archiver still drains the history streams, which frees
+// memory: Redis refuses commands that may grow memory, and the streams exist already.
+func TestArchiverDrainsAFullRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 2)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+	ackAll(t, c, "t", "before", 4)
+	waitRows(t, pg, "t", 4) // the streams and their group exist
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: "refused"}); err == nil {
+		t.Fatal("Enqueue over maxmemory succeeded; the test needs Redis to be full")
+	}
+	// Jobs enqueued before Redis was full end while it is.
+	if err := rdb.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: fmt.Sprintf("full-%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{Max: 6})
+	if err != nil || len(jobs) != 6 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if err := c.Ack(ctx, j.Lease()); err != nil {
+			t.Fatalf("Ack over maxmemory: %v", err)
+		}
+	}
+	waitRows(t, pg, "t", 10)
+}
+
+// Over maxmemory, the ends of partitions that had none before, whose streams are made while
+// Redis is full, are archived too.
+func TestArchiverDrainsNewStreamsOfAFullRedis(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 8)
+	pg, _ := openStore(t, Options{})
+	a := runArchiver(t, c, pg, ArchiverConfig{})
+	for i := range 12 {
+		if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: fmt.Sprintf("j-%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", delayq.ReserveOptions{Max: 12})
+	if err != nil || len(jobs) != 12 {
+		t.Fatalf("Reserve: %d, %v", len(jobs), err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	for _, j := range jobs {
+		if err := c.Ack(ctx, j.Lease()); err != nil {
+			t.Fatalf("Ack over maxmemory: %v", err)
+		}
+	}
+	waitRows(t, pg, "t", 12)
+	if b, err := a.Backlog(ctx); err != nil || b.Waiting != 0 {
+		t.Errorf("backlog %+v, %v", b, err)
+	}
+}
+
+// An archiver started while Redis cannot be reached waits for it, as it does for a Redis
+// lost later, instead of giving up for good.
+func TestArchiverStartedDuringARedisOutage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	srv := redistest.Standalone(t)
+	proxy := redistest.NewProxy(t, srv.Addr)
+	rdb := redis.NewClient(&redis.Options{Addr: proxy.Addr(), MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	c := clientOn(t, rdb, 1)
+	pg, _ := openStore(t, Options{})
+	a, err := NewArchiver(c, pg, ArchiverConfig{Interval: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := proxy.Outage(time.Second)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case err := <-done:
+		done <- err
+		t.Fatalf("Run gave up during the outage: %v", err)
+	case <-back:
+	}
+	testwait.For(t, 10*time.Second, "archiving on", func() bool { return clienthooks.Store(c).Archive() != 0 })
+	ackAll(t, c, "t", "j", 3)
+	waitRows(t, pg, "t", 3)
+}
+
+// Deleting a topic frees memory, so it works over maxmemory while outcomes wait too.
+func TestDeleteTopicOverMaxMemoryWhileOutcomesWait(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	rdb := redistest.Standalone(t, redistest.WithArgs("--maxmemory-policy", "noeviction")).Client(t)
+	c := clientOn(t, rdb, 1)
+	if err := Enable(ctx, c, 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	ackAll(t, c, "t", "j", 3)
+	if _, err := c.Enqueue(ctx, "t", delayq.Spec{ID: "left"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rdb.ConfigSet(context.Background(), "maxmemory", "0") })
+	if n, err := c.DeleteTopic(ctx, "t", delayq.DeleteTopicOptions{Purge: true}); err != nil || n != 1 {
+		t.Fatalf("DeleteTopic over maxmemory: %d, %v", n, err)
+	}
 }

@@ -161,3 +161,16 @@ func TestInsertUnstorableText(t *testing.T) {
 		t.Errorf("headers (-want +got):\n%s", diff)
 	}
 }
+
+// Two ends of a job alike in every field but the stream entry they came from (a requeued dead
+// job dying again within one millisecond) are two rows; the same entry sent again is one.
+func TestInsertTellsEntriesApart(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, Options{})
+	a, b := outcome("orders", "o-1", 0), outcome("orders", "o-1", 0)
+	a.Entry, b.Entry = "1-0", "1-1"
+	insert(t, s, []Outcome{a, b})
+	if n, err := s.Insert(context.Background(), []Outcome{a, b}); err != nil || n != 0 {
+		t.Errorf("Insert again = %d, %v; want 0 rows added", n, err)
+	}
+}

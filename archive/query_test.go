@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -170,4 +171,20 @@ func FuzzParseCursor(f *testing.F) {
 			t.Fatalf("cursor %q: %+v, read back from its form as %+v, %v", s, c, again, err)
 		}
 	})
+}
+
+// A cursor decoded well but naming an instant PostgreSQL cannot hold is a bad cursor, not a
+// failed query.
+func TestQueryCursorOutOfRange(t *testing.T) {
+	t.Parallel()
+	s, _ := openStore(t, Options{})
+	insert(t, s, outcomes("t", 3))
+	for _, micros := range []int64{math.MaxInt64, math.MinInt64, -1 << 60, 1 << 60} {
+		c := cursor{finishedAt: micros, seq: 1}.String()
+		_, err := s.Query(context.Background(), Filter{Cursor: c})
+		var fe *FilterError
+		if !errors.As(err, &fe) || fe.Field != "cursor" {
+			t.Errorf("Query with cursor at %d µs = %v, want a cursor FilterError", micros, err)
+		}
+	}
 }

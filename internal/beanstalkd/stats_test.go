@@ -2,16 +2,14 @@ package beanstalkd
 
 import (
 	"context"
-	"net"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/delayq/delayq/internal/beanstalktest"
-	"github.com/delayq/delayq/internal/testwait"
+	"github.com/delayq/delayq/internal/beanstalkd/proto"
 )
 
 // statsKeys returns the keys of a stats document's lines, in order.
@@ -41,38 +39,55 @@ func TestStatsHasEveryFieldOfBeanstalkd(t *testing.T) {
 	}
 }
 
-// TestDrainingRefusesPuts: a draining server answers put with DRAINING and serves the rest,
-// as beanstalkd does after SIGUSR1.
-func TestDrainingRefusesPuts(t *testing.T) {
-	real := beanstalktest.Start(t)
-	if err := syscall.Kill(real.Pid(), syscall.SIGUSR1); err != nil {
-		t.Fatal(err)
-	}
-	testwait.For(t, conversationTimeout, "beanstalkd to drain", func() bool {
-		return strings.Contains(converse(t, real.Addr(), []byte("stats\r\n")), "draining: true")
+// TestStatsCountsMatchBeanstalkd wants the job counts and command counters of stats to follow
+// the jobs as beanstalkd's do.
+func TestStatsCountsMatchBeanstalkd(t *testing.T) {
+	fields := []string{"current-jobs-urgent", "current-jobs-ready", "current-jobs-reserved",
+		"current-jobs-delayed", "current-jobs-buried", "cmd-put", "cmd-reserve", "cmd-delete",
+		"cmd-release", "cmd-bury", "cmd-kick", "cmd-touch", "cmd-peek", "cmd-stats-job",
+		"job-timeouts", "total-jobs"}
+	differ(t, func(t *testing.T, addr string) string {
+		var tr transcript
+		a, b := dial(t, addr), dial(t, addr)
+		tr.add("stats", statsFields(b.do("stats"), fields...))
+		tr.add("use", a.do("use s"))
+		tr.add("put", a.do("put 0 0 10 1", "1"))
+		tr.add("put", a.do("put 2000 0 10 1", "2"))
+		tr.add("put", a.do("put 0 100 10 1", "3"))
+		tr.add("watch", a.do("watch s"))
+		tr.add("reserve", a.do("reserve-with-timeout 0"))
+		tr.add("stats", statsFields(b.do("stats"), fields...))
+		tr.add("bury", a.do("bury 1 0"))
+		tr.add("reserve", a.do("reserve-with-timeout 0"))
+		tr.add("release", a.do("release 2 0 0"))
+		tr.add("kick", a.do("kick 1"))
+		tr.add("peek", a.do("peek 3"))
+		tr.add("stats-job", a.do("stats-job 3"))
+		tr.add("stats", statsFields(b.do("stats"), fields...))
+		tr.add("delete", a.do("delete 1"))
+		tr.add("stats", statsFields(b.do("stats"), fields...))
+		return tr.String()
 	})
-	srv, err := New(Config{Backend: newDelayqBackend(t)})
+}
+
+// TestDelayqStatsJobCountsAReserveOnce wants a job reserved once to say reserves: 1 while it is
+// reserved, as beanstalkd does.
+func TestDelayqStatsJobCountsAReserveOnce(t *testing.T) {
+	b := newDelayqBackend(t)
+	ctx := context.Background()
+	id, _, err := b.Put(ctx, "stats", 0, 0, time.Minute, []byte("body"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	const session proto.Session = 1
+	if _, err := b.Reserve(ctx, session, []string{"stats"}, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	st, err := b.StatsJob(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	srv.Drain()
-	stream := "put 0 0 10 1\r\nx\r\nuse a\r\nreserve-with-timeout 0\r\n"
-	want := converse(t, real.Addr(), []byte(stream))
-	if got := converse(t, ln.Addr().String(), []byte(stream)); got != want {
-		t.Errorf("beanstalkd: %q\nours:       %q", want, got)
-	}
-	if got := converse(t, ln.Addr().String(), []byte("stats\r\n")); !strings.Contains(got, "\ndraining: true\n") {
-		t.Errorf("stats of a draining server:\n%s", got)
+	if st.State != "reserved" || st.Reserves != 1 {
+		t.Errorf("stats-job of a job reserved once: state %q, reserves %d; want reserved, 1", st.State, st.Reserves)
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,42 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/delayq/delayq/internal/keys"
-	"github.com/delayq/delayq/internal/redistest"
 )
-
-// These tests send each state change twice with the same call id, as go-redis does when a
-// connection breaks after a script ran and before its reply arrived, and check that the second
-// run answers what the first did and changes nothing more.
-
-func newTestStore(t *testing.T) (*Store, keys.Partition) {
-	t.Helper()
-	s := New(redistest.Standalone(t).Client(t), "test")
-	return s, s.Partition("t", 0)
-}
-
-func testCtx(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
-func enqueueOne(t *testing.T, s *Store, p keys.Partition, id string, delayMs int64) {
-	t.Helper()
-	res := s.EnqueueMany(testCtx(t), []keys.Partition{p}, [][]NewJob{{{ID: id, DelayMs: delayMs, TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}}})
-	if res[0].Err != nil || res[0].Jobs[0].Err != nil {
-		t.Fatalf("enqueue %s: %+v", id, res[0])
-	}
-}
-
-func counts(t *testing.T, s *Store, p keys.Partition) Counts {
-	t.Helper()
-	c, err := s.Stats(testCtx(t), []keys.Partition{p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c[0].NowMs, c[0].EarliestMs, c[0].OldestReadyMs = 0, 0, 0
-	return c[0]
-}
 
 func TestEnqueueReplayAnswersCreated(t *testing.T) {
 	s, p := newTestStore(t)
@@ -258,5 +222,39 @@ func TestReserveAnnouncesTheEarliestLeaseDeadline(t *testing.T) {
 	}
 	if want := fmt.Sprint(r.Jobs[0].LeaseDeadlineMs, " lease"); msg.Payload != want {
 		t.Fatalf("notice %q after the reserve, want the lease deadline %s", msg.Payload, want)
+	}
+}
+
+// A call whose only job is a repeat of an earlier enqueue records nothing, so a second run of
+// it (go-redis re-sending it after a lost reply) is evaluated afresh: when the job was acked or
+// cancelled in between, the second run stores it again. The job must not come back.
+func TestEnqueueReplayOfARepeatDoesNotBringBackACancelledJob(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetReplayWindow(30 * time.Second)
+	job := NewJob{ID: "once", DelayMs: 0, TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
+	first := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}})
+	if first[0].Err != nil || first[0].Jobs[0].Err != nil {
+		t.Fatalf("first enqueue: %+v", first[0])
+	}
+	// The caller lost the answer and sends the job again: a repeat.
+	call := write(p, NewCallID(), enqueueArgs([]NewJob{job})...)
+	rep, err := s.run(ctx, enqueueScript, call).Int64Slice()
+	if err != nil || rep[1] != 2 {
+		t.Fatalf("the repeat: %v, %v; want status 2", rep, err)
+	}
+	// The job is cancelled (or acked) before go-redis re-sends the repeat's call.
+	if err := s.Cancel(ctx, p, "once"); err != nil {
+		t.Fatalf("cancel: %v", err)
+	}
+	again, err := s.run(ctx, enqueueScript, call).Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, p, "once"); err == nil {
+		t.Fatalf("the second run of the repeat's call (answer %v, first run %v) stored the cancelled job again", again, rep)
+	}
+	if again[1] != rep[1] || again[2] != rep[2] || again[3] != rep[3] {
+		t.Errorf("the second run answered %v, the first %v", again, rep)
 	}
 }
