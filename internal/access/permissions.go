@@ -1,6 +1,9 @@
 package access
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // Op is the kind of thing a request does, which decides the roles that may do it.
 type Op int
@@ -61,4 +64,19 @@ func (p *Principal) Allowed(op Op, topic string) error {
 		return fmt.Errorf("token %q (role %s) may not %s on topic %q: its topics are %q", p.Name, p.Role, words[op], topic, p.Topics)
 	}
 	return nil
+}
+
+// AllowedFilter is Allowed for the routes whose topic is a filter of a search that reads every
+// topic without one (the history search, the dashboard's search): a token bound to some topics
+// must name one of them there, or its search would read the jobs of topics it does not cover.
+func (p *Principal) AllowedFilter(op Op, topic string) error {
+	if err := p.Allowed(op, topic); err != nil || topic != "" || p.coversAll() {
+		return err
+	}
+	return fmt.Errorf("token %q (role %s) may %s only on its topics %q: name one of them", p.Name, p.Role, words[op], p.Topics)
+}
+
+// coversAll reports whether p covers every topic; a nil p (an open server's request) does.
+func (p *Principal) coversAll() bool {
+	return p == nil || len(p.Topics) == 0 || slices.Contains(p.Topics, "*")
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
@@ -85,6 +86,11 @@ func (d *Dashboard) historyPage(w http.ResponseWriter, r *http.Request, v *view)
 	data := &historyData{Topic: q.Get("topic"), ID: q.Get("id"), Outcome: q.Get("outcome"),
 		Outcomes: []string{archive.Acked, archive.Dead, archive.Cancelled, archive.DeadDeleted, archive.Failed}}
 	v.Title, v.Data = "History", data
+	// The route names no topic, so page let every reader's token through: one bound to some
+	// topics must search one of them.
+	if err := v.principal.AllowedFilter(access.Read, data.Topic); err != nil {
+		return &httpError{http.StatusForbidden, err.Error() + " on this dashboard"}
+	}
 	f := archive.Filter{Topic: data.Topic, ID: data.ID, Outcome: data.Outcome, Cursor: q.Get("cursor"), Limit: jobsPerPage}
 	ctx, cancel := d.storeContext(r)
 	defer cancel()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/pgtest"
 )
 
@@ -116,4 +117,53 @@ func TestNoHistoryWithoutArchive(t *testing.T) {
 	if !strings.Contains(a.body, "--archive") {
 		t.Errorf("the page does not say what turns the history on:\n%s", a.body)
 	}
+}
+
+// A reader's token bound to some topics finds jobs, searches bodies and reads the history of
+// those topics alone: the searches that read every topic, or another topic, would show it
+// the jobs (and, a body search, the bodies) that the pages of those topics refuse it.
+func TestSearchesKeepATokenToItsTopics(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	store, err := archive.Open(ctx, pg.URL(), archive.Options{KeepBodies: true, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	base := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	if _, err := store.Insert(ctx, []archive.Outcome{archived("payroll", "paid", archive.Acked, base, 1, "salary-of-bob")}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := access.ParseFile([]byte(`{"tokens": [
+		{"name": "orders-on-call", "token": "reader-token-000000001", "role": "reader", "topics": ["orders*"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, func(c *Config) { c.Keyring, c.Archive = access.NewKeyring(ps), store })
+	s.enqueue("orders", delayq.Spec{ID: "o1", Delay: time.Hour, Body: []byte(`{"sku":"pen"}`)})
+	s.enqueue("payroll", delayq.Spec{ID: "p1", Delay: time.Hour, Body: []byte(`{"salary":"bob-4200"}`)})
+	s.enqueue("payroll", delayq.Spec{ID: "o1", Delay: time.Hour, Body: []byte(`{"salary":"eve-5100"}`)})
+	reader := s.browserOf("reader-token-000000001")
+
+	for _, path := range []string{"/search?topic=payroll&body=bob-4200", "/history", "/history?topic=payroll", "/history?outcome=acked"} {
+		a := reader.get(path)
+		wantStatus(t, path, a, http.StatusForbidden)
+		if !strings.Contains(a.body, "orders-on-call") {
+			t.Errorf("%s: the refusal does not name the token:\n%s", path, a.body)
+		}
+		for _, leak := range []string{"p1", "paid", "salary-of-bob"} {
+			if strings.Contains(a.body, leak) {
+				t.Errorf("%s shows %s of payroll to a token of orders*", path, leak)
+			}
+		}
+	}
+	// An id search of every topic looks in the token's topics only.
+	a := reader.get("/search?q=o1")
+	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/topics/orders/jobs/o1" {
+		t.Errorf("/search?q=o1: %d %q, want a redirect to the job of orders alone", a.status, a.header.Get("Location"))
+	}
+	wantStatus(t, "/search?q=o1&topic=payroll", reader.get("/search?q=o1&topic=payroll"), http.StatusForbidden)
+	wantStatus(t, "/search?topic=orders&body=pen", reader.get("/search?topic=orders&body=pen"), http.StatusOK)
+	wantStatus(t, "/history?topic=orders", reader.get("/history?topic=orders"), http.StatusOK)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
@@ -31,6 +32,11 @@ func (a *api) listHistory(w http.ResponseWriter, r *http.Request) error {
 		if err := delayq.ValidateTopic(f.Topic); err != nil {
 			return err
 		}
+	}
+	// The route names no topic, so permit let every reader's token through: one bound to
+	// some topics must search one of them.
+	if err := access.PrincipalOf(r.Context()).AllowedFilter(access.Read, f.Topic); err != nil {
+		return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
 	}
 	if f.ID = query.Get("id"); f.ID != "" {
 		if err := delayq.ValidateID(f.ID); err != nil {

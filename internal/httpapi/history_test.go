@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/apiv1"
 	"github.com/delayq/delayq/internal/pgtest"
 )
@@ -170,6 +171,55 @@ func TestHistoryWithoutArchive(t *testing.T) {
 		msg := e.call("GET", path, nil).wantError(t, http.StatusNotFound, codeNotFound).Message
 		if !strings.Contains(msg, "not configured") || !strings.Contains(msg, "--archive") {
 			t.Errorf("GET %s: message %q", path, msg)
+		}
+	}
+}
+
+// A token bound to some topics searches the history of those alone: the search is refused
+// without a topic and on another topic, whose bodies it would otherwise read, as a job's own
+// history on that topic is.
+func TestHistorySearchKeepsATokenToItsTopics(t *testing.T) {
+	t.Parallel()
+	pg := pgtest.Start(t)
+	ctx := context.Background()
+	store, err := archive.Open(ctx, pg.URL(), archive.Options{KeepBodies: true, MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	if _, err := store.Insert(ctx, []archive.Outcome{historyOutcome("orders", "1", archive.Acked, 1),
+		historyOutcome("payroll", "secret", archive.Acked, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := access.ParseFile([]byte(`{"tokens": [
+		{"name": "orders-on-call", "token": "reader-token-000000001", "role": "reader", "topics": ["orders*"]},
+		{"name": "on-call", "token": "reader-token-000000002", "role": "reader", "topics": ["*"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) { c.Archive, c.Keyring = store, access.NewKeyring(ps) })
+	const addr, bound, all = "192.0.2.9:5000", "reader-token-000000001", "reader-token-000000002"
+	for _, c := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/v1/history?topic=orders", bound, http.StatusOK},
+		{"/v1/history?topic=payroll", bound, http.StatusForbidden},
+		{"/v1/history", bound, http.StatusForbidden},
+		{"/v1/history?outcome=acked", bound, http.StatusForbidden},
+		{"/v1/topics/payroll/jobs/secret/history", bound, http.StatusForbidden},
+		{"/v1/history", all, http.StatusOK},
+		{"/v1/history?topic=payroll", all, http.StatusOK},
+	} {
+		w := serveFrom(e.handler, addr, "GET", c.path, c.token)
+		if w.Code != c.want {
+			t.Errorf("GET %s as %s: %d %s, want %d", c.path, c.token, w.Code, w.Body, c.want)
+		}
+		if c.token == bound && strings.Contains(w.Body.String(), `"secret"`) {
+			t.Errorf("GET %s as a token of orders* shows a job of payroll: %s", c.path, w.Body)
+		}
+		if w.Code == http.StatusForbidden && (errorCode(w) != codePermission || !strings.Contains(w.Body.String(), "orders-on-call")) {
+			t.Errorf("GET %s: the refusal %s does not name the token", c.path, w.Body)
 		}
 	}
 }
