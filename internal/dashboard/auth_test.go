@@ -12,6 +12,8 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/internal/access"
+	"github.com/delayq/delayq/internal/keys"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // sessionCookieOf returns the session cookie a response set, or nil.
@@ -292,5 +294,52 @@ func TestDashboardOffersAndAllowsOnlyWhatTheRoleMay(t *testing.T) {
 	}
 	if st, err := s.client.Stats(context.Background(), "t"); err != nil || st.Paused {
 		t.Errorf("the topic: %+v, %v; want it not paused", st, err)
+	}
+}
+
+// Deleting the signing key from Redis logs everyone out, as docs/keys.md says: every server,
+// this one and another on the same Redis, soon refuses the sessions it signed.
+func TestDeletingTheSigningKeyEndsEverySession(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, func(c *Config) { c.Tokens = []string{"right-token-0123456789"} })
+	other, err := New(Config{Client: s.client, Tokens: s.tokens, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSrv := httptest.NewServer(other)
+	t.Cleanup(otherSrv.Close)
+	s.post("/login", url.Values{csrfField: {s.csrf("/login")}, "token": {"right-token-0123456789"}})
+	u, _ := url.Parse(s.url)
+	var cookie *http.Cookie
+	for _, c := range s.http.Jar.Cookies(u) {
+		if c.Name == sessionCookie {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		t.Fatal("no session after the login")
+	}
+	status := func(base string) int {
+		req, _ := http.NewRequest("GET", base+"/schedules", nil)
+		req.AddCookie(cookie)
+		resp, err := newBrowser(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, base := range []string{s.url, otherSrv.URL} {
+		if got := status(base); got != http.StatusOK {
+			t.Fatalf("the session before the key is deleted: %d, want 200", got)
+		}
+	}
+	if err := s.dash.redis.Del(context.Background(), keys.DashboardKey("delayq")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, base := range []string{s.url, otherSrv.URL} {
+		testwait.For(t, 10*time.Second, "the session refused once the key is deleted", func() bool {
+			return status(base) == http.StatusSeeOther
+		})
 	}
 }

@@ -43,8 +43,13 @@ type sessions struct {
 	keys  *access.Keyring
 	store *store.Store
 	key   atomic.Pointer[[]byte] // signs cookies and CSRF tokens; set by load
+	keyAt atomic.Int64           // when load last read key from Redis, in Unix nanoseconds
 	mu    sync.Mutex             // one load at a time
 }
+
+// keyRefresh is how long a server signs with the key it read before reading it again, so that
+// deleting the key from Redis logs everyone out of every server within it.
+const keyRefresh = time.Second
 
 // newSessions returns the session keeper of the tokens in keys, which keeps its signing key
 // and the sessions that logged out in st's Redis, so that every server of a deployment
@@ -53,14 +58,16 @@ func newSessions(keys *access.Keyring, st *store.Store) *sessions {
 	return &sessions{keys: keys, store: st}
 }
 
-// load reads the signing key from Redis, making it there first if need be, once.
+// load reads the signing key from Redis, making it there first if need be, when it was not
+// read in the last keyRefresh: a key deleted from Redis (to log everyone out) is replaced.
 func (s *sessions) load(ctx context.Context) error {
-	if s.key.Load() != nil {
+	fresh := func() bool { return s.key.Load() != nil && time.Since(time.Unix(0, s.keyAt.Load())) < keyRefresh }
+	if fresh() {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.key.Load() != nil {
+	if fresh() {
 		return nil
 	}
 	key, err := s.store.DashboardKey(ctx)
@@ -68,6 +75,7 @@ func (s *sessions) load(ctx context.Context) error {
 		return err
 	}
 	s.key.Store(&key)
+	s.keyAt.Store(time.Now().UnixNano())
 	return nil
 }
 
