@@ -111,19 +111,6 @@ func (t FileToken) principal() (*Principal, error) {
 	return NewPrincipal(t.Name, t.Role, t.Topics, sum), nil
 }
 
-// ReadFile reads and parses the tokens file at path.
-func ReadFile(path string) ([]*Principal, []byte, error) {
-	data, err := readBounded(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	ps, err := ParseFile(data)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ps, data, nil
-}
-
 func readBounded(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {

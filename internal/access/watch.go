@@ -4,28 +4,24 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"time"
 )
 
 // TokensFile keeps a Keyring in step with a tokens file, besides the static principals of
-// --auth-token: it reads the file again when told to (SIGHUP) and when its modification time
-// or size changes. A file that cannot be read or parsed leaves the Keyring as it was, and the
-// reason is logged.
+// --auth-token: it reads the file again when told to (SIGHUP) and at each poll, and takes it
+// when its contents changed; its modification time and size are not trusted to say so, as a
+// file system may keep whole seconds and a copy may keep the time. A file that cannot be read
+// or parsed leaves the Keyring as it was, and the reason is logged, once for the same reason.
 type TokensFile struct {
 	path    string
 	static  []*Principal
 	keyring *Keyring
 
-	stamp fileStamp
-	sum   [sha256.Size]byte // of the contents in use
-}
-
-// fileStamp is what a poll compares.
-type fileStamp struct {
-	mod  time.Time
-	size int64
+	sum    [sha256.Size]byte // of the contents in use
+	failed string            // why the last load failed, "" when it did not
 }
 
 // OpenTokensFile reads the tokens file at path and returns it with a Keyring of its principals
@@ -46,18 +42,17 @@ func (f *TokensFile) Keyring() *Keyring { return f.keyring }
 func (f *TokensFile) Reload() (bool, error) { return f.load() }
 
 func (f *TokensFile) load() (bool, error) {
-	st, err := os.Stat(f.path)
-	if err != nil {
-		return false, err
-	}
-	ps, data, err := ReadFile(f.path)
-	f.stamp = fileStamp{st.ModTime(), st.Size()}
+	data, err := readBounded(f.path)
 	if err != nil {
 		return false, err
 	}
 	sum := sha256.Sum256(data)
 	if sum == f.sum {
 		return false, nil
+	}
+	ps, err := ParseFile(data)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", f.path, err)
 	}
 	all := append(append([]*Principal(nil), f.static...), ps...)
 	seen := map[string]bool{}
@@ -72,8 +67,8 @@ func (f *TokensFile) load() (bool, error) {
 	return true, nil
 }
 
-// Run reloads the file on each value of hup and when a poll every interval sees it changed,
-// until ctx ends, and logs each reload and each failed one to log.
+// Run reloads the file on each value of hup and at a poll every interval, until ctx ends, and
+// logs each reload, and each failed one (a poll only when the reason is new), to log.
 func (f *TokensFile) Run(ctx context.Context, interval time.Duration, hup <-chan os.Signal, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -85,18 +80,20 @@ func (f *TokensFile) Run(ctx context.Context, interval time.Duration, hup <-chan
 		case <-hup:
 			why = "SIGHUP"
 		case <-t.C:
-			st, err := os.Stat(f.path)
-			if err == nil && (fileStamp{st.ModTime(), st.Size()}) == f.stamp {
-				continue
-			}
 			why = "the file changed"
 		}
 		changed, err := f.load()
 		switch {
 		case err != nil:
-			log.Error("the tokens file was not reloaded: the tokens in use stay", "path", f.path, "why", why, "err", err)
+			if why == "SIGHUP" || err.Error() != f.failed {
+				log.Error("the tokens file was not reloaded: the tokens in use stay", "path", f.path, "why", why, "err", err)
+			}
+			f.failed = err.Error()
 		case changed:
+			f.failed = ""
 			log.Info("the tokens file was reloaded", "path", f.path, "why", why, "tokens", len(f.keyring.all()))
+		default:
+			f.failed = ""
 		}
 	}
 }

@@ -74,3 +74,58 @@ func TestTokensFileReloadsOnHangupAndKeepsTheOldOnABadFile(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
+
+// A token replaced by another of the same length, in a file whose modification time did not
+// move (a file system that keeps whole seconds, a copy that keeps the time), stops working at
+// the next look all the same: the file's contents are what counts. A bad file is logged once.
+func TestTokensFileReloadsAChangeThatKeepsSizeAndTime(t *testing.T) {
+	t.Parallel()
+	const old, replacement = "old-token-00000000001", "new-token-00000000001"
+	path := filepath.Join(t.TempDir(), "tokens.json")
+	write := func(content string, mod time.Time) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(path, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mod := time.Now().Add(-time.Hour).Truncate(time.Second)
+	write(`{"tokens": [{"name": "one", "token": "`+old+`", "role": "admin"}]}`, mod)
+	f, err := OpenTokensFile(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := f.Keyring()
+	var logs strings.Builder
+	mu := make(chan struct{}, 1)
+	mu <- struct{}{}
+	log := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		<-mu
+		defer func() { mu <- struct{}{} }()
+		return logs.Write(b)
+	}), nil))
+	logged := func() string {
+		<-mu
+		defer func() { mu <- struct{}{} }()
+		return logs.String()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); f.Run(ctx, 10*time.Millisecond, nil, log) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	write(`{"tokens": [{"name": "one", "token": "`+replacement+`", "role": "admin"}]}`, mod)
+	testwait.For(t, 10*time.Second, "the replaced token to stop working", func() bool {
+		return k.Lookup(old) == nil && k.Lookup(replacement) != nil
+	})
+	write(`{"tokens": [{"name": "one", "token": "`+replacement+`", "role": "admin"}]]`, mod)
+	time.Sleep(200 * time.Millisecond)
+	if n := strings.Count(logged(), "the tokens file was not reloaded"); n != 1 {
+		t.Errorf("a bad file logged %d times, want once:\n%s", n, logged())
+	}
+	if k.Lookup(replacement) == nil {
+		t.Error("a bad file replaced the tokens in use")
+	}
+}
