@@ -343,29 +343,38 @@ func TestReserveOrder(t *testing.T) {
 	})
 }
 
-// TestLeaseExpiryMatchesBeanstalkd lets a reserved job's TTR pass with no other command on its
-// tube, then asks what beanstalkd's clients ask: stats-job (ready, one timeout), the counts of
-// stats and stats-tube, reserve-job of it, and delete by the connection that held it, which
-// may delete a ready job as anyone may.
+// TestLeaseExpiryMatchesBeanstalkd lets reserved jobs' TTRs pass with no other command on
+// their tube, then asks what beanstalkd's clients ask: stats-job (ready, one timeout), the
+// counts of stats and stats-tube, reserve-job of one, and delete by the connections that held
+// them: a ready job may be deleted by anyone, a job reserved again by its new holder only.
 func TestLeaseExpiryMatchesBeanstalkd(t *testing.T) {
 	counts := []string{"current-jobs-ready", "current-jobs-reserved", "current-jobs-delayed",
 		"current-jobs-buried", "job-timeouts", "total-jobs"}
 	differ(t, func(t *testing.T, addr string) string {
 		var tr transcript
-		a, b := dial(t, addr), dial(t, addr)
-		tr.add("use", a.do("use ttr"))
-		tr.add("watch", a.do("watch ttr"))
-		tr.add("put", a.do("put 0 0 1 1", "1"))
-		tr.add("put", a.do("put 0 0 1 1", "2"))
-		tr.add("reserve", a.do("reserve-with-timeout 0"))
-		tr.add("reserve", a.do("reserve-with-timeout 0"))
-		time.Sleep(1500 * time.Millisecond) // both TTRs pass
+		// Each job is held by a connection of its own, which alone asks about it while its TTR
+		// passes: beanstalkd 1.12 now and then leaves a job of an idle connection reserved
+		// long past its TTR (time-left -20; beanstalkd #262, #380), which no client should
+		// rely on, and a command on the holder's connection keeps it to its TTR.
+		a, b, c := dial(t, addr), dial(t, addr), dial(t, addr)
+		tr.add("use", b.do("use ttr"))
+		tr.add("put", b.do("put 0 0 2 1", "1"))
+		tr.add("put", b.do("put 0 0 2 1", "2"))
+		for _, p := range []*peer{a, c} {
+			tr.add("watch", p.do("watch ttr"))
+			tr.add("reserve", p.do("reserve"))
+		}
+		// Both TTRs pass. A loaded machine may make either server late by some hundreds of
+		// milliseconds: wait until each says so, asking only stats-job, which moves nothing.
+		time.Sleep(2 * time.Second)
+		a.pollReply("stats-job 1", "state: ready", 10*time.Second)
+		c.pollReply("stats-job 2", "state: ready", 10*time.Second)
 		tr.add("stats-job", b.do("stats-job 1"))
 		tr.add("stats", statsFields(b.do("stats"), counts...))
 		tr.add("stats-tube", statsFields(b.do("stats-tube ttr"), counts...))
 		tr.add("reserve-job", b.do("reserve-job 2"))
 		tr.add("delete", a.do("delete 1"))
-		tr.add("delete", a.do("delete 2"))
+		tr.add("delete", c.do("delete 2"))
 		tr.add("stats-job", b.do("stats-job 2"))
 		tr.add("stats", statsFields(b.do("stats"), counts...))
 		tr.add("delete", b.do("delete 2"))
