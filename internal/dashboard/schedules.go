@@ -7,11 +7,13 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
@@ -61,6 +63,9 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) e
 	if err != nil {
 		return err
 	}
+	if names, err = d.coveredSchedules(ctx, v, names); err != nil {
+		return err
+	}
 	data := schedulesData{Total: len(names), Pages: max(1, (len(names)+schedulesPerPage-1)/schedulesPerPage), Done: readDone(r)}
 	data.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
 	data.Page = min(max(data.Page, 1), data.Pages)
@@ -82,6 +87,29 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) e
 	return nil
 }
 
+// coveredSchedules returns the names of those schedules the viewer's token covers the topic
+// of: all of them for a token of every topic; for one bound to some topics, they are read
+// schedulesPerPage at a time and only their names kept.
+func (d *Dashboard) coveredSchedules(ctx context.Context, v *view, names []string) ([]string, error) {
+	p := v.principal
+	if p == nil || len(p.Topics) == 0 {
+		return names, nil
+	}
+	var kept []string
+	for chunk := range slices.Chunk(names, schedulesPerPage) {
+		list, err := d.c.SchedulesNamed(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range list {
+			if p.Covers(s.Spec.Topic) {
+				kept = append(kept, s.Name)
+			}
+		}
+	}
+	return kept, nil
+}
+
 // schedule is GET /schedules/{name}: every field of a schedule, the job its ticks enqueue, and
 // its actions.
 func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request, v *view) error {
@@ -90,6 +118,9 @@ func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request, v *view) er
 	sch, err := d.c.GetSchedule(ctx, r.PathValue("name"))
 	if err != nil {
 		return err
+	}
+	if err := v.principal.Allowed(access.Read, sch.Spec.Topic); err != nil {
+		return &httpError{http.StatusForbidden, err.Error() + " on this dashboard"}
 	}
 	data := scheduleData{Schedule: apiv1.NewSchedule(sch), Body: showBody(sch.Spec.Job.Body, sch.Spec.Job.Format, schedulePath(sch.Name)+"/body"), Done: readDone(r)}
 	if !sch.LastTick.IsZero() {

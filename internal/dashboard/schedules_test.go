@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/access"
 )
 
 // putSchedule creates schedule name on the site's store.
@@ -260,4 +261,33 @@ func TestOverviewCountsSchedulesWithoutReadingTheirBodies(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 16<<20 {
 		t.Errorf("a view of the overview allocated %d MiB: it read the schedules' bodies", alloc>>20)
 	}
+}
+
+// A token bound to some topics sees only the schedules of its topics: the list leaves the
+// others out, and their pages and bodies are refused.
+func TestSchedulesKeepATokenToItsTopics(t *testing.T) {
+	t.Parallel()
+	ps, err := access.ParseFile([]byte(`{"tokens": [
+		{"name": "orders-on-call", "token": "reader-token-000000001", "role": "reader", "topics": ["orders*"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSite(t, func(c *Config) { c.Keyring = access.NewKeyring(ps) })
+	s.putSchedule("orders-nightly", delayq.ScheduleSpec{Cron: "0 9 * * *", Topic: "orders", Job: delayq.Spec{Body: []byte(`{"sku":"pen"}`)}})
+	s.putSchedule("payroll-nightly", delayq.ScheduleSpec{Cron: "0 9 * * *", Topic: "payroll", Job: delayq.Spec{Body: []byte(`{"salary":"bob-4200"}`)}})
+	reader := s.browserOf("reader-token-000000001")
+
+	list := reader.get("/schedules")
+	wantStatus(t, "the schedules list", list, http.StatusOK)
+	if strings.Contains(list.body, "payroll") || !strings.Contains(list.body, "orders-nightly") {
+		t.Errorf("the schedules list of a token of orders* shows:\n%s", list.body)
+	}
+	for _, path := range []string{"/schedules/payroll-nightly", "/schedules/payroll-nightly/body"} {
+		a := reader.get(path)
+		wantStatus(t, path, a, http.StatusForbidden)
+		if strings.Contains(a.body, "bob-4200") {
+			t.Errorf("%s shows the payroll schedule's body to a token of orders*", path)
+		}
+	}
+	wantStatus(t, "the orders schedule", reader.get("/schedules/orders-nightly"), http.StatusOK)
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
@@ -30,6 +32,14 @@ func (a *api) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	defer cancel()
 	s, err := a.scheduleSpec(ctx, &q)
 	if err != nil {
+		return err
+	}
+	// A token bound to some topics puts schedules into them only, and replaces none of
+	// another topic.
+	if err := access.PrincipalOf(r.Context()).Allowed(access.Operate, s.Topic); err != nil {
+		return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
+	}
+	if err := a.scheduleCovered(ctx, r, name); err != nil && !errors.Is(err, delayq.ErrNotFound) {
 		return err
 	}
 	type put struct {
@@ -132,11 +142,32 @@ func (a *api) scheduleAction(w http.ResponseWriter, r *http.Request, do func(con
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
+	if err := a.scheduleCovered(ctx, r, name); err != nil {
+		return err
+	}
 	sch, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Schedule, error) { return do(ctx, name) })
 	if err != nil {
 		return err
 	}
 	a.writeJSON(w, http.StatusOK, apiv1.NewSchedule(sch))
+	return nil
+}
+
+// scheduleCovered returns nil when the request's token covers the topic of schedule name, or
+// the 403 that says it does not: the schedule routes name no topic, and a token bound to some
+// topics sees and touches only their schedules.
+func (a *api) scheduleCovered(ctx context.Context, r *http.Request, name string) error {
+	p := access.PrincipalOf(r.Context())
+	if p == nil || len(p.Topics) == 0 {
+		return nil
+	}
+	sch, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Schedule, error) { return a.c.GetSchedule(ctx, name) })
+	if err != nil {
+		return err
+	}
+	if err := p.Allowed(access.Read, sch.Spec.Topic); err != nil {
+		return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
+	}
 	return nil
 }
 
@@ -147,6 +178,10 @@ func (a *api) listSchedules(w http.ResponseWriter, r *http.Request) error {
 	list, err := bounded(ctx, a.inline, a.c.Schedules)
 	if err != nil {
 		return err
+	}
+	// A token bound to some topics lists only their schedules.
+	if p := access.PrincipalOf(r.Context()); p != nil {
+		list = slices.DeleteFunc(list, func(s delayq.Schedule) bool { return !p.Covers(s.Spec.Topic) })
 	}
 	a.writeJSON(w, http.StatusOK, apiv1.NewSchedules(list))
 	return nil
@@ -160,6 +195,9 @@ func (a *api) deleteSchedule(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
+	if err := a.scheduleCovered(ctx, r, name); err != nil {
+		return err
+	}
 	if err := boundedErr(ctx, a.inline, func(ctx context.Context) error { return a.c.DeleteSchedule(ctx, name) }); err != nil {
 		return err
 	}

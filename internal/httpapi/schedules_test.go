@@ -3,12 +3,15 @@ package httpapi
 import (
 	"bytes"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/internal/access"
 	"github.com/delayq/delayq/internal/apiv1"
 )
 
@@ -121,5 +124,64 @@ func TestScheduleCountsSkippedTicks(t *testing.T) {
 	}
 	if j := e.get("t", url.PathEscape(delayq.TickID("taken", start.Add(3*time.Second)))); string(j.Body) != `"mine"` {
 		t.Errorf("the job holding a tick's id: %+v; want it as it was", j)
+	}
+}
+
+// A token bound to some topics sees, and touches, only the schedules of its topics: the
+// schedule routes name no topic, and a schedule's job body is its topic's.
+func TestSchedulesKeepATokenToItsTopics(t *testing.T) {
+	t.Parallel()
+	ps, err := access.ParseFile([]byte(`{"tokens": [
+		{"name": "orders-on-call", "token": "reader-token-000000001", "role": "reader", "topics": ["orders*"]},
+		{"name": "orders-admin", "token": "admin-token-0000000001", "role": "admin", "topics": ["orders*"]},
+		{"name": "root", "token": "admin-token-0000000002", "role": "admin"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(c *Config) { c.Keyring = access.NewKeyring(ps) })
+	const addr, reader, ordersAdmin, root = "192.0.2.9:5000", "reader-token-000000001", "admin-token-0000000001", "admin-token-0000000002"
+	put := func(token, name, topic string) int {
+		t.Helper()
+		body := `{"cron": "0 9 * * *", "topic": "` + topic + `", "job": {"body": {"secret": "` + topic + `"}}}`
+		req := httptest.NewRequest("PUT", "/v1/schedules/"+name, strings.NewReader(body))
+		req.RemoteAddr = addr
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		e.handler.ServeHTTP(w, req)
+		return w.Code
+	}
+	if code := put(root, "payroll-nightly", "payroll"); code != http.StatusCreated {
+		t.Fatalf("PUT a payroll schedule as root: %d", code)
+	}
+	if code := put(root, "orders-nightly", "orders"); code != http.StatusCreated {
+		t.Fatalf("PUT an orders schedule as root: %d", code)
+	}
+	if code := put(ordersAdmin, "payroll-nightly", "orders"); code != http.StatusForbidden {
+		t.Errorf("an orders* admin replacing the payroll schedule: %d, want 403", code)
+	}
+	if code := put(ordersAdmin, "sneaky", "payroll"); code != http.StatusForbidden {
+		t.Errorf("an orders* admin putting a schedule into payroll: %d, want 403", code)
+	}
+	for _, c := range []struct {
+		method, path, token string
+		want                int
+	}{
+		{"GET", "/v1/schedules/orders-nightly", reader, http.StatusOK},
+		{"GET", "/v1/schedules/payroll-nightly", reader, http.StatusForbidden},
+		{"POST", "/v1/schedules/payroll-nightly/pause", ordersAdmin, http.StatusForbidden},
+		{"DELETE", "/v1/schedules/payroll-nightly", ordersAdmin, http.StatusForbidden},
+		{"GET", "/v1/schedules/payroll-nightly", root, http.StatusOK},
+	} {
+		if w := serveFrom(e.handler, addr, c.method, c.path, c.token); w.Code != c.want {
+			t.Errorf("%s %s: %d %s, want %d", c.method, c.path, w.Code, w.Body, c.want)
+		}
+	}
+	w := serveFrom(e.handler, addr, "GET", "/v1/schedules", reader)
+	if w.Code != http.StatusOK || strings.Contains(w.Body.String(), "payroll") || !strings.Contains(w.Body.String(), "orders-nightly") {
+		t.Errorf("GET /v1/schedules as a token of orders*: %d %s; want the orders schedule only", w.Code, w.Body)
+	}
+	if w := serveFrom(e.handler, addr, "GET", "/v1/schedules/payroll-nightly", root); !strings.Contains(w.Body.String(), `"paused":false`) {
+		t.Errorf("the payroll schedule after refused changes: %s", w.Body)
 	}
 }
