@@ -306,7 +306,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"allowed host with a port from env", map[string]string{"DELAYQ_ALLOWED_HOSTS": "a.internal, b.internal:7070"}, nil, `allowed host "b.internal:7070"`},
 		{"tls cert without key", nil, []string{"--tls-cert", "cert.pem"}, "--tls-cert and --tls-key: give both, or neither"},
 		{"tls files missing", map[string]string{"DELAYQ_TLS_CERT": "/nonexistent/c.pem", "DELAYQ_TLS_KEY": "/nonexistent/k.pem"}, nil, "--tls-cert, --tls-key: TLS: stat /nonexistent/c.pem"},
-		{"no tokens file", nil, []string{"--auth-tokens-file", "/nonexistent/tokens.json"}, "--auth-tokens-file: stat /nonexistent/tokens.json"},
+		{"no tokens file", nil, []string{"--auth-tokens-file", "/nonexistent/tokens.json"}, "--auth-tokens-file: open /nonexistent/tokens.json"},
 		{"bad tokens file from env", map[string]string{"DELAYQ_AUTH_TOKENS_FILE": writeFile(t, `{"tokens": [{"name": "a", "token": "short", "role": "admin"}]}`)}, nil,
 			`token 1 ("a"): token: a token of 5 bytes is too short`},
 		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
