@@ -136,3 +136,22 @@ func TestClusterNoticesUseOneConnectionPerShard(t *testing.T) {
 		t.Errorf("woken %v after the enqueue: the notice did not arrive", d)
 	}
 }
+
+// A consumer whose partitions' channel another part of the Client subscribed already (here
+// its lease keeper) looks again once it listens: no subscription's confirmation tells it that
+// what was published before went unheard.
+func TestConsumerJoiningASubscribedChannelLooksAgain(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{ExpireAllLeases: true, RecheckInterval: time.Hour})
+	mustEnqueue(t, c, "joined", Spec{ID: "later", Delay: time.Hour})
+	testwait.For(t, 10*time.Second, "the lease keeper to keep the topic", func() bool { return c.leases.Kept() == 1 })
+	time.Sleep(100 * time.Millisecond) // its subscription confirmed
+	if _, err := c.Reserve(testContext(t), "joined", ReserveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s := laneState(c, "joined", store.LanePull)
+	testwait.For(t, 5*time.Second, "the consumer to be told to look again", func() bool {
+		snap := s.Snapshot()
+		return snap.Listening && snap.Notices[0] > 0
+	})
+}

@@ -137,12 +137,23 @@ func (h *Hub) subscribe(channels []string, targets []target) {
 	if h.closed {
 		return
 	}
+	// A target that joins a channel subscribed already hears what is published from now on,
+	// but no (re)subscription will tell it that what came before went unheard: it looks at
+	// once, as the subscription's confirmation makes the first targets do. (After h.mu.)
+	var joined []target
+	defer func() {
+		for _, tg := range joined {
+			tg.wake()
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var fresh []string
 	for i, ch := range channels {
 		if len(h.targets[ch]) == 0 {
 			fresh = append(fresh, ch)
+		} else {
+			joined = append(joined, targets[i])
 		}
 		h.targets[ch] = append(h.targets[ch], targets[i])
 	}
