@@ -1,14 +1,55 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/delayq/delayq"
 )
+
+// spanCounter counts the spans started and ended.
+type spanCounter struct{ started, ended atomic.Int64 }
+
+func (s *spanCounter) OnStart(context.Context, sdktrace.ReadWriteSpan) { s.started.Add(1) }
+func (s *spanCounter) OnEnd(sdktrace.ReadOnlySpan)                     { s.ended.Add(1) }
+func (s *spanCounter) Shutdown(context.Context) error                  { return nil }
+func (s *spanCounter) ForceFlush(context.Context) error                { return nil }
+
+// Every span of a request ends: a long poll its client leaves, a bad request, an enqueue.
+func TestRequestSpansEnd(t *testing.T) {
+	t.Parallel()
+	cnt := &spanCounter{}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(cnt))
+	t.Cleanup(func() { tp.Shutdown(context.Background()) })
+	e := newEnv(t, func(c *Config) { c.TracerProvider = tp })
+	e.enqueue("sp", map[string]any{"id": "x", "body": 1, "delay_ms": 3600000})
+	e.badRequests().raw(e.url, "POST", "/v1/topics/sp/jobs", "application/json", `{"headers":{"a b":"1"}}`).
+		want(t, http.StatusBadRequest)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", e.url+"/v1/topics/sp/reserve", strings.NewReader(`{"wait_ms":20000}`))
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a long poll answered %d before its client left", resp.StatusCode)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for cnt.started.Load() != cnt.ended.Load() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s, e := cnt.started.Load(), cnt.ended.Load(); s != e || s == 0 {
+		t.Fatalf("%d spans started, %d ended", s, e)
+	}
+}
 
 // escaped writes s as a JSON string with every character a six-byte \u escape.
 func escaped(s string) string {
@@ -23,7 +64,7 @@ func escaped(s string) string {
 
 // A job at every limit at once, each of its strings written with the longest escapes and sent
 // inside a trace, fits in an enqueue request and in a batch of one.
-func TestReviewEnqueueAtEveryLimitOverHTTP(t *testing.T) {
+func TestEnqueueAtEveryLimitFitsARequest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)
 	var hdr []string
@@ -61,27 +102,5 @@ func TestReviewEnqueueAtEveryLimitOverHTTP(t *testing.T) {
 	}
 	if j := e.get("lim", "b"+strings.Repeat("i", 255)); len(j.Headers) != delayq.MaxHeaders {
 		t.Fatalf("the batch's job has %d headers, want %d", len(j.Headers), delayq.MaxHeaders)
-	}
-}
-
-// An enqueue sent again in another trace answers the job as stored, the first trace's context
-// in its headers, alone and in a batch.
-func TestReviewRepeatInAnotherTraceOverHTTP(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t, nil)
-	const first = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	const second = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-	type answer struct {
-		Headers map[string]string `json:"headers"`
-	}
-	body := `{"id":"r","body":1,"delay_ms":60000,"headers":{"x":"1"}}`
-	a := decode[answer](t, e.raw(e.url, "POST", "/v1/topics/rep/jobs", "application/json", body, "traceparent", first))
-	b := decode[answer](t, e.raw(e.url, "POST", "/v1/topics/rep/jobs", "application/json", body, "traceparent", second))
-	if a.Headers["traceparent"] != first || b.Headers["traceparent"] != first {
-		t.Fatalf("traceparent: first answer %q, repeat %q; want %q both", a.Headers["traceparent"], b.Headers["traceparent"], first)
-	}
-	r := e.raw(e.url, "POST", "/v1/topics/rep/jobs/batch", "application/json", `{"jobs":[`+body+`]}`, "traceparent", second)
-	if r.status != http.StatusOK || !strings.Contains(string(r.body), first) {
-		t.Fatalf("a batch repeat: %d %s; want the first trace", r.status, r.body)
 	}
 }
