@@ -99,12 +99,14 @@ bench: ensure-redis
 screenshots: ensure-redis ensure-chromium
 	DELAYQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowserScreenshots$$' ./internal/dashboard/
 
+# -buildvcs=auto: the revision goes into the binary (delayq version) even where GOFLAGS says
+# -buildvcs=false, and a tree outside git builds all the same.
 build:
-	$(GO) build -o bin/delayq ./cmd/delayq
+	$(GO) build -buildvcs=auto -o bin/delayq ./cmd/delayq
 
 # Installs delayq into $(GOBIN), or $(GOPATH)/bin when GOBIN is unset.
 install:
-	$(GO) install ./cmd/delayq
+	$(GO) install -buildvcs=auto ./cmd/delayq
 
 # Builds the Docker image (delayq:dev) and checks that it serves and stops cleanly. Docker needs
 # a running daemon: without one that answers (or without access to the base images) it says so
