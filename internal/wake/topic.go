@@ -19,9 +19,10 @@ var never = time.Now().Add(100 * 365 * 24 * time.Hour)
 // Topic is what one process knows about when a topic's partitions next have something
 // to hand out, for one lane. Every consumer of the lane in the process — any number of Reserve
 // calls and Worker fetchers — sleeps on it until the earliest of those moments or a notice of
-// an earlier job, so no polling interval sets the precision. What no notice covers (a notice
-// lost while the subscription was down, a lease taken and then left to expire by another
-// process) one consumer looks at for all of them, once per partition per recheck interval.
+// an earlier job, so no polling interval sets the precision; a lease that expires is the lease
+// keepers' (Leases), whose expiry announces the job it puts back. What no notice covers (a
+// notice lost while the subscription was down) one consumer looks at for all of them, once per
+// partition per recheck interval.
 type Topic struct {
 	Name string
 	rr   atomic.Uint32 // where the next scan of the partitions starts
