@@ -28,6 +28,20 @@ type clientOptions struct {
 
 // clientCmd builds a command that calls a server: it adds the common flags and hands run a
 // client, bounding the call by --timeout (plus extra, for a reserve's wait).
+// showCmd is clientCmd for a command that makes one request, bounded by --timeout, and shows
+// what it answers: as JSON with --json, else as show writes it.
+func showCmd[T any](cmd *cobra.Command, call func(ctx context.Context, c *apiclient.Client, args []string) (T, error), show func(io.Writer, T)) *cobra.Command {
+	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
+		ctx, cancel := out.bound(ctx, 0)
+		defer cancel()
+		v, err := call(ctx, c, args)
+		if err != nil {
+			return err
+		}
+		return out.result(v, func(w io.Writer) { show(w, v) })
+	})
+}
+
 func clientCmd(cmd *cobra.Command, run func(ctx context.Context, c *apiclient.Client, out *output, args []string) error) *cobra.Command {
 	var o clientOptions
 	f := cmd.Flags()

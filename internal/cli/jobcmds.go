@@ -158,15 +158,9 @@ func newGetCmd() *cobra.Command {
 		Short: "Show a job in any state",
 		Args:  cobra.ExactArgs(2),
 	}
-	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
-		ctx, cancel := out.bound(ctx, 0)
-		defer cancel()
-		j, err := c.Get(ctx, args[0], args[1])
-		if err != nil {
-			return err
-		}
-		return out.result(j, func(w io.Writer) { printJob(w, j) })
-	})
+	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, args []string) (*apiv1.Job, error) {
+		return c.Get(ctx, args[0], args[1])
+	}, printJob)
 }
 
 func newCancelCmd() *cobra.Command {

@@ -17,37 +17,26 @@ import (
 
 func newTopicsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "topics", Short: "List every topic with its job counts", Args: cobra.NoArgs}
-	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, _ []string) error {
-		ctx, cancel := out.bound(ctx, 0)
-		defer cancel()
+	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, _ []string) (apiv1.TopicList, error) {
 		topics, err := c.Topics(ctx)
-		if err != nil {
-			return err
-		}
 		if topics == nil {
 			topics = []apiv1.TopicStats{}
 		}
-		return out.result(map[string]any{"topics": topics}, func(w io.Writer) {
-			if len(topics) == 0 {
-				fmt.Fprintln(w, "no topics")
-				return
-			}
-			printTopics(w, topics)
-		})
+		return apiv1.TopicList{Topics: topics}, err
+	}, func(w io.Writer, l apiv1.TopicList) {
+		if len(l.Topics) == 0 {
+			fmt.Fprintln(w, "no topics")
+			return
+		}
+		printTopics(w, l.Topics)
 	})
 }
 
 func newStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "stats <topic>", Short: "Show a topic's job counts, next due time and oldest wait", Args: cobra.ExactArgs(1)}
-	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
-		ctx, cancel := out.bound(ctx, 0)
-		defer cancel()
-		s, err := c.Stats(ctx, args[0])
-		if err != nil {
-			return err
-		}
-		return out.result(s, func(w io.Writer) { printStats(w, s) })
-	})
+	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, args []string) (*apiv1.TopicStats, error) {
+		return c.Stats(ctx, args[0])
+	}, printStats)
 }
 
 func newDeadCmd() *cobra.Command {

@@ -116,38 +116,27 @@ func optionalTime(flag, v string) (time.Time, error) {
 
 func newScheduleListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List every schedule", Args: cobra.NoArgs}
-	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, _ []string) error {
-		ctx, cancel := out.bound(ctx, 0)
-		defer cancel()
+	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, _ []string) (apiv1.ScheduleList, error) {
 		list, err := c.Schedules(ctx)
-		if err != nil {
-			return err
-		}
 		if list == nil {
 			list = []apiv1.Schedule{}
 		}
-		return out.result(apiv1.ScheduleList{Schedules: list}, func(w io.Writer) {
-			if len(list) == 0 {
-				fmt.Fprintln(w, "no schedules")
-				return
-			}
-			printSchedules(w, list)
-		})
+		return apiv1.ScheduleList{Schedules: list}, err
+	}, func(w io.Writer, l apiv1.ScheduleList) {
+		if len(l.Schedules) == 0 {
+			fmt.Fprintln(w, "no schedules")
+			return
+		}
+		printSchedules(w, l.Schedules)
 	})
 }
 
 // newScheduleActionCmd builds a command that calls do on one schedule and shows it.
 func newScheduleActionCmd(use, short string, do func(*apiclient.Client, context.Context, string) (*apiv1.Schedule, error)) *cobra.Command {
 	cmd := &cobra.Command{Use: use + " <name>", Short: short, Args: cobra.ExactArgs(1)}
-	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
-		ctx, cancel := out.bound(ctx, 0)
-		defer cancel()
-		s, err := do(c, ctx, args[0])
-		if err != nil {
-			return err
-		}
-		return out.result(s, func(w io.Writer) { printSchedule(w, s) })
-	})
+	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, args []string) (*apiv1.Schedule, error) {
+		return do(c, ctx, args[0])
+	}, printSchedule)
 }
 
 func newScheduleDeleteCmd() *cobra.Command {

@@ -35,15 +35,9 @@ func newTopicCmd() *cobra.Command {
 // after the change.
 func newTopicControlCmd(name, short string, op func(*apiclient.Client, context.Context, string) (*apiv1.TopicStats, error)) *cobra.Command {
 	cmd := &cobra.Command{Use: name + " <topic>", Short: short, Args: cobra.ExactArgs(1)}
-	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
-		ctx, cancel := out.bound(ctx, 0)
-		defer cancel()
-		s, err := op(c, ctx, args[0])
-		if err != nil {
-			return err
-		}
-		return out.result(s, func(w io.Writer) { printStats(w, s) })
-	})
+	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, args []string) (*apiv1.TopicStats, error) {
+		return op(c, ctx, args[0])
+	}, printStats)
 }
 
 func newTopicLimitsCmd() *cobra.Command {
