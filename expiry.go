@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/delayq/delayq/internal/keys"
@@ -132,20 +133,11 @@ func (c *Client) keepRegistered(ctx context.Context, topics []string) {
 	}
 }
 
-// expireDue expires the leases of the due partitions, statsPipeline partitions a round trip,
-// and learns when each next has a lease to expire.
+// expireDue expires the leases of the due partitions and learns when each next has a lease to
+// expire.
 func (c *Client) expireDue(ctx context.Context, due []wake.LeasePart) {
-	for len(due) > 0 && ctx.Err() == nil {
-		chunk := due[:min(len(due), statsPipeline)]
-		due = due[len(chunk):]
-		parts := make([]keys.Partition, len(chunk))
-		for i, lp := range chunk {
-			parts[i] = c.store.Partition(lp.Topic, lp.P)
-		}
-		cctx, cancel := context.WithTimeout(ctx, expiryTimeout)
-		at := time.Now()
+	c.eachRoundTrip(ctx, due, func(cctx context.Context, chunk []wake.LeasePart, parts []keys.Partition, at time.Time) {
 		out := c.store.ExpireLeases(cctx, parts, c.cfg.BulkLimit)
-		cancel()
 		for i, lp := range chunk {
 			if out[i].Err != nil {
 				c.leases.Failed(lp, at, c.recheckInterval())
@@ -156,33 +148,41 @@ func (c *Client) expireDue(ctx context.Context, due []wake.LeasePart) {
 			}
 			c.leases.Learn(lp, at, out[i].NowMs, out[i].NextMs)
 		}
-	}
+	})
 }
 
-// lookAtLeases reads the first lease deadline of each partition of look, statsPipeline
-// partitions a round trip: a deadline that has come is expired by the next round.
+// lookAtLeases reads the first lease deadline of each partition of look: a deadline that has
+// come is expired by the next round.
 func (c *Client) lookAtLeases(ctx context.Context, look []wake.LeasePart) {
-	for len(look) > 0 && ctx.Err() == nil {
-		chunk := look[:min(len(look), statsPipeline)]
-		look = look[len(chunk):]
-		parts := make([]keys.Partition, len(chunk))
-		for i, lp := range chunk {
-			parts[i] = c.store.Partition(lp.Topic, lp.P)
-		}
-		cctx, cancel := context.WithTimeout(ctx, expiryTimeout)
-		at := time.Now()
+	c.eachRoundTrip(ctx, look, func(cctx context.Context, chunk []wake.LeasePart, parts []keys.Partition, at time.Time) {
 		nowMs, heads, err := c.store.LeaseHeads(cctx, parts)
-		cancel()
 		if err != nil {
 			// What the keeper knew stands (a failed look learns nothing): the partitions are
 			// looked at again after the recheck interval, and their notices still count.
 			if ctx.Err() == nil {
 				c.log.Debug("delayq: looking at leases", "err", err)
 			}
-			continue
+			return
 		}
 		for i, lp := range chunk {
 			c.leases.Learn(lp, at, nowMs, heads[i])
 		}
+	})
+}
+
+// eachRoundTrip calls do for lps statsPipeline partitions at a time, each call with their keys,
+// a context bounded by expiryTimeout and the local time it began, until ctx ends.
+func (c *Client) eachRoundTrip(ctx context.Context, lps []wake.LeasePart, do func(ctx context.Context, chunk []wake.LeasePart, parts []keys.Partition, at time.Time)) {
+	for chunk := range slices.Chunk(lps, statsPipeline) {
+		if ctx.Err() != nil {
+			return
+		}
+		parts := make([]keys.Partition, len(chunk))
+		for i, lp := range chunk {
+			parts[i] = c.store.Partition(lp.Topic, lp.P)
+		}
+		cctx, cancel := context.WithTimeout(ctx, expiryTimeout)
+		do(cctx, chunk, parts, time.Now())
+		cancel()
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
-	"github.com/delayq/delayq/internal/access"
 )
 
 // A page shows a body within these bounds, whatever its size and shape; the whole body is a
@@ -195,12 +194,9 @@ func (d *Dashboard) jobBody(w http.ResponseWriter, r *http.Request, _ *view) err
 func (d *Dashboard) scheduleBody(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
-	sch, err := d.c.GetSchedule(ctx, r.PathValue("name"))
+	sch, err := d.readSchedule(ctx, v, r.PathValue("name"))
 	if err != nil {
 		return err
-	}
-	if err := v.principal.Allowed(access.Read, sch.Spec.Topic); err != nil {
-		return &httpError{http.StatusForbidden, err.Error() + " on this dashboard"}
 	}
 	serveBody(w, "schedule-"+sch.Name, sch.Spec.Job.Body, sch.Spec.Job.Format)
 	return nil

@@ -2,6 +2,8 @@ package dashboard
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -35,4 +37,26 @@ func humanBytes(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// pager is where a paged list stands: pages count from 1; Prev and Next are 0 when none.
+type pager struct {
+	Page, Pages int
+	Prev, Next  int
+}
+
+// paginate reads the request's ?page= over n items of per a page, and returns where the page
+// stands and the bounds [from, to) of its items.
+func paginate(r *http.Request, n, per int) (p pager, from, to int) {
+	p.Pages = max(1, (n+per-1)/per)
+	p.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
+	p.Page = min(max(p.Page, 1), p.Pages)
+	if p.Page > 1 {
+		p.Prev = p.Page - 1
+	}
+	if p.Page < p.Pages {
+		p.Next = p.Page + 1
+	}
+	from = (p.Page - 1) * per
+	return p, from, min(from+per, n)
 }

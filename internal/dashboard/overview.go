@@ -24,13 +24,10 @@ type overviewData struct {
 
 // topicsTable is the overview's table of topics, refreshed on its own.
 type topicsTable struct {
-	Rows     []topicRow
-	Total    int // topics in all
-	Sort     string
-	Page     int
-	Pages    int
-	Prev     int // the previous page; 0 when none
-	Next     int // the next page; 0 when none
+	Rows  []topicRow
+	Total int // topics in all
+	Sort  string
+	pager
 	Now      time.Time
 	Query    string // the sort and page, for the refresh
 	DeadJobs int64  // dead jobs over all topics
@@ -95,17 +92,9 @@ func (d *Dashboard) topicsTable(r *http.Request) (topicsTable, error) {
 	for _, s := range all {
 		t.DeadJobs += s.Dead
 	}
-	t.Pages = max(1, (len(all)+topicsPerPage-1)/topicsPerPage)
-	t.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
-	t.Page = min(max(t.Page, 1), t.Pages)
-	if t.Page > 1 {
-		t.Prev = t.Page - 1
-	}
-	if t.Page < t.Pages {
-		t.Next = t.Page + 1
-	}
-	from := (t.Page - 1) * topicsPerPage
-	for _, st := range all[from:min(from+topicsPerPage, len(all))] {
+	var from, to int
+	t.pager, from, to = paginate(r, len(all), topicsPerPage)
+	for _, st := range all[from:to] {
 		t.Rows = append(t.Rows, topicRow{TopicStats: st, Rates: d.hist.recent(st.Name)})
 	}
 	t.Rates = d.hist != nil

@@ -25,11 +25,8 @@ const schedulesPerPage = 50
 type schedulesData struct {
 	Schedules []apiv1.Schedule
 	Total     int // schedules in all
-	Page      int
-	Pages     int
-	Prev      int // the previous page; 0 when none
-	Next      int // the next page; 0 when none
-	Done      *doneNote
+	pager
+	Done *doneNote
 }
 
 // scheduleData is a schedule's page.
@@ -66,17 +63,10 @@ func (d *Dashboard) schedules(w http.ResponseWriter, r *http.Request, v *view) e
 	if names, err = d.coveredSchedules(ctx, v, names); err != nil {
 		return err
 	}
-	data := schedulesData{Total: len(names), Pages: max(1, (len(names)+schedulesPerPage-1)/schedulesPerPage), Done: readDone(r)}
-	data.Page, _ = strconv.Atoi(r.URL.Query().Get("page"))
-	data.Page = min(max(data.Page, 1), data.Pages)
-	if data.Page > 1 {
-		data.Prev = data.Page - 1
-	}
-	if data.Page < data.Pages {
-		data.Next = data.Page + 1
-	}
-	from := (data.Page - 1) * schedulesPerPage
-	page, err := d.c.SchedulesNamed(ctx, names[from:min(from+schedulesPerPage, len(names))])
+	data := schedulesData{Total: len(names), Done: readDone(r)}
+	var from, to int
+	data.pager, from, to = paginate(r, len(names), schedulesPerPage)
+	page, err := d.c.SchedulesNamed(ctx, names[from:to])
 	if err != nil {
 		return err
 	}
@@ -110,17 +100,27 @@ func (d *Dashboard) coveredSchedules(ctx context.Context, v *view, names []strin
 	return kept, nil
 }
 
+// readSchedule reads schedule name for the viewer: a 403 when the viewer's token does not
+// cover the topic it enqueues into.
+func (d *Dashboard) readSchedule(ctx context.Context, v *view, name string) (*delayq.Schedule, error) {
+	sch, err := d.c.GetSchedule(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.principal.Allowed(access.Read, sch.Spec.Topic); err != nil {
+		return nil, &httpError{http.StatusForbidden, err.Error() + " on this dashboard"}
+	}
+	return sch, nil
+}
+
 // schedule is GET /schedules/{name}: every field of a schedule, the job its ticks enqueue, and
 // its actions.
 func (d *Dashboard) schedule(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
-	sch, err := d.c.GetSchedule(ctx, r.PathValue("name"))
+	sch, err := d.readSchedule(ctx, v, r.PathValue("name"))
 	if err != nil {
 		return err
-	}
-	if err := v.principal.Allowed(access.Read, sch.Spec.Topic); err != nil {
-		return &httpError{http.StatusForbidden, err.Error() + " on this dashboard"}
 	}
 	data := scheduleData{Schedule: apiv1.NewSchedule(sch), Body: showBody(sch.Spec.Job.Body, sch.Spec.Job.Format, schedulePath(sch.Name)+"/body"), Done: readDone(r)}
 	if !sch.LastTick.IsZero() {

@@ -43,9 +43,14 @@ func (a *api) authenticate(w http.ResponseWriter, r *http.Request) *access.Princ
 func (a *api) permit(op access.Op, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := access.PrincipalOf(r.Context()).Allowed(op, r.PathValue("topic")); err != nil {
-			a.writeError(w, r, &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()})
+			a.writeError(w, r, permissionDenied(err))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// permissionDenied is the 403 of a token that may not do what it asked (access.Allowed's err).
+func permissionDenied(err error) error {
+	return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
 }

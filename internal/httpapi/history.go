@@ -36,7 +36,7 @@ func (a *api) listHistory(w http.ResponseWriter, r *http.Request) error {
 	// The route names no topic, so permit let every reader's token through: one bound to
 	// some topics must search one of them.
 	if err := access.PrincipalOf(r.Context()).AllowedFilter(access.Read, f.Topic); err != nil {
-		return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
+		return permissionDenied(err)
 	}
 	if f.ID = query.Get("id"); f.ID != "" {
 		if err := delayq.ValidateID(f.ID); err != nil {

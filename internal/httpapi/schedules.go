@@ -37,7 +37,7 @@ func (a *api) putSchedule(w http.ResponseWriter, r *http.Request) error {
 	// A token bound to some topics puts schedules into them only, and replaces none of
 	// another topic.
 	if err := access.PrincipalOf(r.Context()).Allowed(access.Operate, s.Topic); err != nil {
-		return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
+		return permissionDenied(err)
 	}
 	if err := a.scheduleCovered(ctx, r, name); err != nil && !errors.Is(err, delayq.ErrNotFound) {
 		return err
@@ -119,9 +119,24 @@ func inJob(err error) error {
 	return err
 }
 
-// getSchedule is GET /v1/schedules/{name}.
+// getSchedule is GET /v1/schedules/{name}: a token bound to some topics reads only the
+// schedules of its topics.
 func (a *api) getSchedule(w http.ResponseWriter, r *http.Request) error {
-	return a.scheduleAction(w, r, a.c.GetSchedule)
+	name, err := scheduleParam(r)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	sch, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Schedule, error) { return a.c.GetSchedule(ctx, name) })
+	if err != nil {
+		return err
+	}
+	if err := access.PrincipalOf(r.Context()).Allowed(access.Read, sch.Spec.Topic); err != nil {
+		return permissionDenied(err)
+	}
+	a.writeJSON(w, http.StatusOK, apiv1.NewSchedule(sch))
+	return nil
 }
 
 // pauseSchedule is POST /v1/schedules/{name}/pause.
@@ -134,7 +149,8 @@ func (a *api) resumeSchedule(w http.ResponseWriter, r *http.Request) error {
 	return a.scheduleAction(w, r, a.c.ResumeSchedule)
 }
 
-// scheduleAction calls do on the {name} schedule and answers the schedule it returns.
+// scheduleAction calls do on the {name} schedule, once the request's token is found to cover
+// its topic, and answers the schedule it returns.
 func (a *api) scheduleAction(w http.ResponseWriter, r *http.Request, do func(context.Context, string) (*delayq.Schedule, error)) error {
 	name, err := scheduleParam(r)
 	if err != nil {
@@ -166,7 +182,7 @@ func (a *api) scheduleCovered(ctx context.Context, r *http.Request, name string)
 		return err
 	}
 	if err := p.Allowed(access.Read, sch.Spec.Topic); err != nil {
-		return &apiError{status: http.StatusForbidden, code: codePermission, msg: err.Error()}
+		return permissionDenied(err)
 	}
 	return nil
 }
