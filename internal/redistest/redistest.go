@@ -397,9 +397,13 @@ func procState(pid int) (byte, error) {
 
 // Restart starts the server again on the same port with the same directory
 // (so with the same AOF, RDB or nodes.conf) and waits until it is ready. A
-// server that is still running is killed first.
-func (s *Server) Restart(t testing.TB) {
+// server that is still running is killed first. Extra redis-server arguments,
+// if given, are added to the server's own from then on.
+func (s *Server) Restart(t testing.TB, args ...string) {
 	t.Helper()
+	s.mu.Lock()
+	s.cfg.args = append(s.cfg.args, args...)
+	s.mu.Unlock()
 	if err := s.kill(); err != nil {
 		t.Fatalf("redistest: Restart %s: %v", s.Addr, err)
 	}
