@@ -102,6 +102,11 @@ func waitSettled(t testing.TB, c *Client, topic string, lanes ...store.Lane) {
 			if wanted && (snap.Partitions == 0 || !snap.Listening) {
 				return false
 			}
+			// Until Redis confirms the subscription of a partition, its confirmation is still
+			// to come, and with it a look the consumer has not made yet.
+			if wanted && slices.Contains(snap.Heard, false) {
+				return false
+			}
 			if heard == nil && snap.Partitions > 0 {
 				heard = make([]bool, snap.Partitions)
 			}

@@ -31,10 +31,11 @@ type Hub struct {
 	stop    chan struct{}
 	wg      sync.WaitGroup
 
-	mu      sync.Mutex
-	targets map[string][]target  // channel → the states and partitions it wakes
-	shared  *redis.PubSub        // the one subscription, when not on a Cluster
-	shards  *shardsub.Subscriber // the subscriptions on a Cluster, one per shard
+	mu        sync.Mutex
+	targets   map[string][]target  // channel → the states and partitions it wakes
+	confirmed map[string]bool      // channels whose subscription Redis has confirmed
+	shared    *redis.PubSub        // the one subscription, when not on a Cluster
+	shards    *shardsub.Subscriber // the subscriptions on a Cluster, one per shard
 }
 
 // target is one partition of one topic state, or with p = -1 a topic state waiting for its
@@ -50,7 +51,20 @@ type target struct {
 // NewHub returns a Hub subscribing through rdb; newTopics is the channel on which topic
 // registrations are announced.
 func NewHub(rdb redis.UniversalClient, log *slog.Logger, newTopics string) *Hub {
-	return &Hub{rdb: rdb, log: log, newTopics: newTopics, stop: make(chan struct{}), targets: map[string][]target{}}
+	return &Hub{
+		rdb: rdb, log: log, newTopics: newTopics, stop: make(chan struct{}),
+		targets: map[string][]target{}, confirmed: map[string]bool{},
+	}
+}
+
+// subscribed tells tg that its channel's subscription is confirmed: from now on it hears
+// the notices, and what was published before went unheard.
+func (tg target) subscribed() {
+	if tg.t != nil && tg.p >= 0 {
+		tg.t.subscribed(tg.p)
+		return
+	}
+	tg.wake()
 }
 
 // wake tells tg that something may have changed that no notice told of.
@@ -112,6 +126,7 @@ func (h *Hub) UnlistenLeases(l *Leases, topic string, parts []int, channels []st
 		}
 		if len(kept) == 0 {
 			delete(h.targets, ch)
+			delete(h.confirmed, ch)
 			idle = append(idle, ch)
 			continue
 		}
@@ -140,20 +155,26 @@ func (h *Hub) subscribe(channels []string, targets []target) {
 	// A target that joins a channel subscribed already hears what is published from now on,
 	// but no (re)subscription will tell it that what came before went unheard: it looks at
 	// once, as the subscription's confirmation makes the first targets do. (After h.mu.)
-	var joined []target
+	var joined, heard []target
 	defer func() {
 		for _, tg := range joined {
 			tg.wake()
+		}
+		for _, tg := range heard {
+			tg.subscribed()
 		}
 	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var fresh []string
 	for i, ch := range channels {
-		if len(h.targets[ch]) == 0 {
+		switch {
+		case len(h.targets[ch]) == 0:
 			fresh = append(fresh, ch)
-		} else {
-			joined = append(joined, targets[i])
+		case h.confirmed[ch]:
+			heard = append(heard, targets[i])
+		default:
+			joined = append(joined, targets[i]) // the confirmation to come tells it again
 		}
 		h.targets[ch] = append(h.targets[ch], targets[i])
 	}
@@ -238,8 +259,8 @@ func (h *Hub) onShardEvent(e shardsub.Event) {
 	switch e.Kind {
 	case shardsub.Subscribed:
 		// (Re)subscribed: anything published before now went unheard.
-		for _, tg := range h.targetsOf(e.Channel) {
-			tg.wake()
+		for _, tg := range h.confirm(e.Channel) {
+			tg.subscribed()
 		}
 	case shardsub.Message:
 		h.deliver(e.Channel, e.Payload)
@@ -326,14 +347,27 @@ func (h *Hub) receive(ps *redis.PubSub) {
 		}
 		switch m := msg.(type) {
 		case *redis.Subscription:
+			if m.Kind != "ssubscribe" && m.Kind != "subscribe" {
+				continue // an unsubscription's confirmation
+			}
 			// (Re)subscribed: anything published before now went unheard.
-			for _, tg := range h.targetsOf(m.Channel) {
-				tg.wake()
+			for _, tg := range h.confirm(m.Channel) {
+				tg.subscribed()
 			}
 		case *redis.Message:
 			h.deliver(m.Channel, m.Payload)
 		}
 	}
+}
+
+// confirm records that Redis confirmed the subscription to channel and returns its targets.
+func (h *Hub) confirm(channel string) []target {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.targets[channel]) > 0 {
+		h.confirmed[channel] = true
+	}
+	return h.targets[channel]
 }
 
 func (h *Hub) targetsOf(channel string) []target {

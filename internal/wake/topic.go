@@ -34,6 +34,7 @@ type Topic struct {
 	checked   []time.Time // per partition, local time it was last looked at
 	notices   []uint64    // per partition, notices seen, to keep a stale reply from hiding one
 	paused    []bool      // per partition, paused as last seen: its notices of jobs wake nobody
+	heard     []bool      // per partition, its channel's subscription confirmed: notices reach t
 	offsetMs  int64       // server clock minus local clock, from the latest reply
 	changed   chan struct{}
 	listening bool      // notices of its partitions wake it
@@ -77,6 +78,7 @@ func (t *Topic) SetPartitionCount(n int) {
 		t.checked = make([]time.Time, n)
 		t.notices = make([]uint64, n)
 		t.paused = make([]bool, n)
+		t.heard = make([]bool, n)
 		t.broadcast()
 	}
 }
@@ -190,6 +192,18 @@ func (t *Topic) Recheck(parts []int) {
 	t.broadcast()
 }
 
+// subscribed records that the subscription to partition p's channel is confirmed, and makes
+// p be looked at: what was published before went unheard.
+func (t *Topic) subscribed(p int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p < t.n {
+		t.heard[p] = true
+		t.recheck(p)
+	}
+	t.broadcast()
+}
+
 func (t *Topic) recheck(p int) {
 	t.next[p] = time.Time{}
 	t.notices[p]++
@@ -260,6 +274,7 @@ type Snapshot struct {
 	Notices    []uint64    // per partition, the notices heard
 	Paused     []bool      // per partition, paused as last seen
 	Listening  bool        // the partitions' notices wake it
+	Heard      []bool      // per partition, its channel's subscription confirmed
 	Awaiting   bool        // the registration of its topic wakes it
 	LookedUp   time.Time   // when the registry was last asked for it, zero after a notice of it
 }
@@ -270,6 +285,6 @@ func (t *Topic) Snapshot() Snapshot {
 	defer t.mu.Unlock()
 	return Snapshot{
 		Partitions: t.n, Next: slices.Clone(t.next), Notices: slices.Clone(t.notices), Paused: slices.Clone(t.paused),
-		Listening: t.listening, Awaiting: t.awaiting, LookedUp: t.lookedUp,
+		Heard: slices.Clone(t.heard), Listening: t.listening, Awaiting: t.awaiting, LookedUp: t.lookedUp,
 	}
 }
