@@ -16,7 +16,7 @@ ensure-example-tools:
 	@bash scripts/ensure-example-tools.sh
 
 # promtool (Debian's prometheus package, its server kept from starting): a test checks the alert
-# rules of docs/prometheus and runs their unit tests (internal/metrics).
+# rules of docs/prometheus and runs their unit tests (cmd/delayq/internal/metrics).
 ensure-promtool:
 	@bash scripts/ensure-promtool.sh
 
@@ -27,28 +27,33 @@ ensure-postgres:
 	@bash scripts/ensure-postgres.sh
 
 # beanstalkd (Debian's beanstalkd package, its service kept from starting): the beanstalkd front
-# end's tests compare its replies with a real beanstalkd's (internal/beanstalktest).
+# end's tests compare its replies with a real beanstalkd's (cmd/delayq/internal/beanstalktest).
 .PHONY: ensure-beanstalkd
 ensure-beanstalkd:
 	@bash scripts/ensure-beanstalkd.sh
 
 # Node.js and npm (Debian's nodejs and npm packages): a test runs a Node.js beanstalkd client
-# against the beanstalkd front end (internal/beanstalkd/nodeclient).
+# against the beanstalkd front end (cmd/delayq/internal/beanstalkd/nodeclient).
 .PHONY: ensure-node
 ensure-node:
 	@bash scripts/ensure-node.sh
 
-# Chromium: the dashboard's browser tests drive it headless (internal/dashboard).
+# Chromium: the dashboard's browser tests drive it headless (cmd/delayq/internal/dashboard).
 ensure-chromium:
 	@bash scripts/ensure-chromium.sh
 
+# Every package of the four modules of go.work: the library (.), archive, middleware and the
+# delayq command with its server and tools (cmd/delayq). The peer benchmark (cmd/delayq/bench/peers)
+# is a module outside the workspace, so that asynq never becomes a requirement of delayq's.
+PACKAGES = ./... ./archive/... ./middleware/... ./cmd/delayq/...
+
 test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m $(PACKAGES)
 
 # The library's and the HTTP API's tests, with redis-server the only thing installed (tests
 # that need PostgreSQL skip themselves): the quick loop while working on the core.
-CORE_PACKAGES = . ./delayqtest/ ./middleware/ ./internal/ackq/ ./internal/apiclient/ \
-	./internal/apiv1/ ./internal/coalesce/ ./internal/httpapi/ ./internal/ids/ ./internal/keys/ \
+CORE_PACKAGES = . ./delayqtest/ ./middleware/ ./internal/ackq/ ./cmd/delayq/internal/apiclient/ \
+	./cmd/delayq/internal/apiv1/ ./internal/coalesce/ ./cmd/delayq/internal/httpapi/ ./internal/ids/ ./internal/keys/ \
 	./internal/redisproc/ ./internal/redistest/ ./internal/redisurl/ ./internal/shardsub/ \
 	./internal/store/ ./internal/testwait/ ./internal/tracing/ ./internal/wake/
 
@@ -57,22 +62,22 @@ test-core: ensure-redis
 	DELAYQ_TEST_CORE=1 $(GO) test -race -count=1 -timeout 10m $(CORE_PACKAGES)
 
 test-short: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
-	$(GO) test -race -count=1 -timeout 15m -short ./...
+	$(GO) test -race -count=1 -timeout 15m -short $(PACKAGES)
 
-# The fault-injection suite (internal/faults, build tag faults): kills, pauses and fails over
+# The fault-injection suite (cmd/delayq/internal/faults, build tag faults): kills, pauses and fails over
 # agents and Redis under load and counts every job. The measured figures are written to
 # bin/faults-<profile>.jsonl; docs/reliability.md holds them.
 .PHONY: test-faults test-faults-full
 test-faults: ensure-redis ensure-postgres
 	@mkdir -p bin && rm -f bin/faults-short.jsonl
 	DELAYQ_FAULTS=short DELAYQ_FAULTS_RESULTS=$(CURDIR)/bin/faults-short.jsonl \
-		$(GO) test -tags faults -count=1 -timeout 15m -v ./internal/faults/
+		$(GO) test -tags faults -count=1 -timeout 15m -v ./cmd/delayq/internal/faults/
 	$(GO) test -tags faults -count=1 -timeout 5m -run '^TestFault' -v ./archive/
 
 test-faults-full: ensure-redis
 	@mkdir -p bin && rm -f bin/faults-full.jsonl
 	DELAYQ_FAULTS=full DELAYQ_FAULTS_RESULTS=$(CURDIR)/bin/faults-full.jsonl \
-		$(GO) test -tags faults -count=1 -timeout 90m -v ./internal/faults/
+		$(GO) test -tags faults -count=1 -timeout 90m -v ./cmd/delayq/internal/faults/
 
 lint:
 	@out="$$(gofmt -l .)"; \
@@ -81,11 +86,13 @@ lint:
 		echo "$$out"; \
 		exit 1; \
 	fi
-	$(GO) vet ./...
-	$(GO) vet -tags faults ./internal/faults/... ./archive/
-	cd bench/peers && $(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./internal/faults/... ./archive/
+	$(GO) vet $(PACKAGES)
+	$(GO) vet -tags faults ./cmd/delayq/internal/faults/... ./archive/
+	$(GO) vet -tags bench ./cmd/delayq/...
+	cd cmd/delayq/bench/peers && $(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 $(PACKAGES)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags faults ./cmd/delayq/internal/faults/... ./archive/
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags bench ./cmd/delayq/...
 
 # The OpenAPI document against Redocly CLI's recommended rules (scripts/lint-openapi.sh); needs
 # Node.js and npm, which .ci/run installs.
@@ -93,11 +100,11 @@ lint-openapi:
 	@bash scripts/lint-openapi.sh
 
 bench: ensure-redis
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	$(GO) test -run '^$$' -bench . -benchtime 2s $(PACKAGES)
 
 # The dashboard's screenshots in docs/ (shown in the README), taken by a browser test.
 screenshots: ensure-redis ensure-chromium
-	DELAYQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowserScreenshots$$' ./internal/dashboard/
+	DELAYQ_SCREENSHOTS=$(CURDIR)/docs $(GO) test -count=1 -run '^TestBrowserScreenshots$$' ./cmd/delayq/internal/dashboard/
 
 # -buildvcs=auto: the revision goes into the binary (delayq version) even where GOFLAGS says
 # -buildvcs=false, and a tree outside git builds all the same.
@@ -119,23 +126,23 @@ docker:
 run:
 	@GO="$(GO)" bash scripts/run.sh $(ARGS)
 
-# A smoke run of every benchmark scenario at small counts, through the delayq binary.
+# A smoke run of every benchmark scenario at small counts, through a delayq built with -tags bench.
 bench-smoke: ensure-redis
-	$(GO) run ./cmd/delayq bench --quick
+	$(GO) run -tags bench ./cmd/delayq bench --quick
 
 # delayq side by side with asynq and BullMQ on one redis-server, 3 runs each; rewrites
 # BENCHMARKS.md. Needs Node 20 and npm for BullMQ.
 bench-peers: ensure-redis
-	cd bench/peers && $(GO) run . -runs 3
+	cd cmd/delayq/bench/peers && $(GO) run . -runs 3
 
 # Instructions redis-server spends on one enqueue, delayq's against the floor's, counted by
 # valgrind's callgrind: figures that do not move with the machine's load.
 script-cost: ensure-redis
 	@command -v valgrind >/dev/null || bash scripts/ensure-debian-packages.sh script-cost "install valgrind" valgrind -- valgrind
-	$(GO) run ./bench/scriptcost
+	$(GO) run ./cmd/delayq/bench/scriptcost
 
 # delayq's beanstalkd front end against the real beanstalkd (binlog on), both durable, through
 # the same client; prints a markdown report and rewrites its section of BENCHMARKS.md.
 .PHONY: bench-beanstalkd
 bench-beanstalkd: ensure-redis ensure-beanstalkd
-	$(GO) run ./bench/beanstalkd -n 20000 -runs 3 -write BENCHMARKS.md
+	$(GO) run ./cmd/delayq/bench/beanstalkd -n 20000 -runs 3 -write BENCHMARKS.md

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure the beanstalkd binary is on PATH: the tests of the beanstalkd front end compare its
-# replies with a real beanstalkd's, which internal/beanstalktest starts on a free loopback port.
+# replies with a real beanstalkd's, which cmd/delayq/internal/beanstalktest starts on a free loopback port.
 # If it is missing, installs Debian's beanstalkd package with apt-get (as root, or through sudo
 # otherwise). Idempotent and silent when beanstalkd is already installed.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure a headless-capable Chromium is on PATH for the dashboard's browser tests
-# (internal/dashboard: they skip, saying why, only when no Chromium can be found). Whatever is
+# (cmd/delayq/internal/dashboard: they skip, saying why, only when no Chromium can be found). Whatever is
 # missing is installed from Debian's chromium package with apt-get (as root,
 # or through sudo otherwise). Idempotent and silent when Chromium is there already.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the tools that run the consumer examples of docs/consumers.md are on PATH:
 # python3 (3.8 or newer), node (18 or newer, for its built-in fetch), curl and jq. The Go test
-# that runs the examples (internal/cli, TestConsumerExamples) needs them. Whatever is missing is
+# that runs the examples (cmd/delayq/internal/cli, TestConsumerExamples) needs them. Whatever is missing is
 # installed from Debian's packages with apt-get (as root, or through sudo otherwise).
 # Idempotent and silent when everything is there already.
 set -euo pipefail

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure node (18 or newer) and npm are on PATH: a test of the beanstalkd front end runs a
-# Node.js beanstalkd client against it (internal/beanstalkd/nodeclient, installed with npm ci).
+# Node.js beanstalkd client against it (cmd/delayq/internal/beanstalkd/nodeclient, installed with npm ci).
 # Whatever is missing is installed from Debian's nodejs and npm packages with apt-get (as root,
 # or through sudo otherwise). Idempotent and silent when both are already installed.
 set -euo pipefail

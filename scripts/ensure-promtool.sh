@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Makes sure promtool is on PATH: a test (internal/metrics, TestAlertRules) checks
+# Makes sure promtool is on PATH: a test (cmd/delayq/internal/metrics, TestAlertRules) checks
 # docs/prometheus/alerts.yml and runs its unit tests, docs/prometheus/alerts_test.yml, with it.
 # If it is missing, installs Debian's prometheus package with apt-get (as root, or through sudo
 # otherwise). Idempotent and silent when promtool is there already.

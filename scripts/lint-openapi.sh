@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lints the OpenAPI document (internal/httpapi/openapi.json) with Redocly CLI's recommended
+# Lints the OpenAPI document (cmd/delayq/internal/httpapi/openapi.json) with Redocly CLI's recommended
 # rules, warnings failing too (recommended-strict), from the version pinned in
 # tools/openapi-lint/package-lock.json, installed with npm ci.
 #

@@ -11,7 +11,7 @@ import (
 	// The IANA time zones of schedules, for hosts without a tz database (slim containers).
 	_ "time/tzdata"
 
-	"github.com/delayq/delayq/internal/cli"
+	"github.com/delayq/delayq/cmd/delayq/internal/cli"
 )
 
 func main() {

@@ -3,16 +3,17 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // databases numbers the databases of NewDatabase, so that their names are unique in the process.
@@ -31,14 +32,14 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		name = name[:40]
 	}
 	name = fmt.Sprintf("t%d_%s", databases.Add(1), name)
-	if err := s.exec(fmt.Sprintf("CREATE DATABASE %s", pgx.Identifier{name}.Sanitize())); err != nil {
+	if err := s.exec(fmt.Sprintf("CREATE DATABASE %s", quoteName(name))); err != nil {
 		t.Fatalf("pgtest: NewDatabase: %v", err)
 	}
 	t.Cleanup(func() {
 		if s.Pid() == 0 {
 			return // stopped by the test: nothing to drop from
 		}
-		if err := s.exec(fmt.Sprintf("DROP DATABASE %s WITH (FORCE)", pgx.Identifier{name}.Sanitize())); err != nil {
+		if err := s.exec(fmt.Sprintf("DROP DATABASE %s WITH (FORCE)", quoteName(name))); err != nil {
 			t.Errorf("pgtest: dropping database %s: %v", name, err)
 		}
 	})
@@ -49,14 +50,27 @@ func (s *Server) NewDatabase(t testing.TB) string {
 func (s *Server) exec(sql string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, s.URL())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql)
+	_, err := s.query(ctx, s.URL(), sql)
 	return err
 }
+
+// query runs one statement with the installation's psql, on the database at url, and returns
+// its result unaligned, without headers: one line a row, "|" between values. PostgreSQL's own
+// client keeps a driver out of the tests' dependencies.
+func (s *Server) query(ctx context.Context, url, sql string) (string, error) {
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, filepath.Join(s.bins, "psql"),
+		"--no-psqlrc", "--quiet", "--no-align", "--tuples-only", "--set", "ON_ERROR_STOP=1",
+		"--dbname", url, "--command", sql)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("psql %q: %w: %s", sql, err, strings.TrimSpace(errOut.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// quoteName quotes a name of NewDatabase, made of [a-z0-9_] only, as an SQL identifier.
+func quoteName(name string) string { return `"` + name + `"` }
 
 // RunWithServer starts a server for a whole test binary, stores it in *srv, runs the tests and
 // stops the server. It is for TestMain of packages whose tests share one server, each with a

@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/delayq/delayq/internal/childproc"
 )
 
@@ -241,13 +239,8 @@ func (s *Server) logTail() string {
 func (s *Server) probeLocked(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, databaseURL(s.port, "postgres"))
+	dataDir, err := s.query(ctx, databaseURL(s.port, "postgres"), "SELECT current_setting('data_directory')")
 	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	var dataDir string
-	if err := conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dataDir); err != nil {
 		return err
 	}
 	if want := filepath.Join(s.dir, "data"); dataDir != want {

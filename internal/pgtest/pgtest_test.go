@@ -7,25 +7,45 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
-func connect(t *testing.T, url string) *pgx.Conn {
-	t.Helper()
+// query runs sql on the database at url and returns its rows as psql prints them unaligned.
+func query(s *Server, url, sql string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatalf("connect %s: %v", url, err)
+	return s.query(ctx, url, sql)
+}
+
+// holdSession opens a session on the database at url that stays open until the test's
+// cleanup (a psql process waiting in pg_sleep, ended by its pid), and returns once it is in.
+func holdSession(t *testing.T, s *Server, url string) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(s.bins, "psql"), "--no-psqlrc", "--quiet", "--dbname", url,
+		"--command", "SELECT pg_sleep(300)")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := query(s, url, "SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(300)'")
+		if err == nil && n == "1" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held session did not show in pg_stat_activity: %q, %v", n, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // processUID returns the real uid of process pid from /proc.
@@ -59,16 +79,14 @@ func TestServerLifecycle(t *testing.T) {
 		if uid := processUID(t, pid); os.Geteuid() == 0 && uid == "0" {
 			t.Errorf("postgres runs as root")
 		}
-		ctx := context.Background()
-		conn := connect(t, s.URL())
-		var dataDir string
-		if err := conn.QueryRow(ctx, "SELECT current_setting('data_directory')").Scan(&dataDir); err != nil {
+		dataDir, err := query(s, s.URL(), "SELECT current_setting('data_directory')")
+		if err != nil {
 			t.Fatal(err)
 		}
 		if want := filepath.Join(dir, "data"); dataDir != want {
 			t.Errorf("data_directory = %q, want %q", dataDir, want)
 		}
-		if _, err := conn.Exec(ctx, "CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)"); err != nil {
+		if _, err := query(s, s.URL(), "CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)"); err != nil {
 			t.Fatal(err)
 		}
 		port := s.Port()
@@ -76,7 +94,7 @@ func TestServerLifecycle(t *testing.T) {
 		if s.Pid() != 0 || processAlive(pid) {
 			t.Fatalf("pid %d still running after Stop", pid)
 		}
-		if _, err := pgx.Connect(ctx, s.URL()); err == nil {
+		if _, err := query(s, s.URL(), "SELECT 1"); err == nil {
 			t.Fatal("connected to a stopped server")
 		}
 		s.Start(t)
@@ -84,9 +102,8 @@ func TestServerLifecycle(t *testing.T) {
 			t.Errorf("port after Start = %d, want %d", s.Port(), port)
 		}
 		pid = s.Pid()
-		var n int
-		if err := connect(t, s.URL()).QueryRow(ctx, "SELECT n FROM kept").Scan(&n); err != nil || n != 7 {
-			t.Fatalf("after Stop and Start: n = %d, err = %v; want 7", n, err)
+		if n, err := query(s, s.URL(), "SELECT n FROM kept"); err != nil || n != "7" {
+			t.Fatalf("after Stop and Start: n = %q, err = %v; want 7", n, err)
 		}
 	})
 	if processAlive(pid) {
@@ -107,31 +124,26 @@ func processAlive(pid int) bool {
 func TestNewDatabase(t *testing.T) {
 	s := Start(t)
 	outer := t
-	ctx := context.Background()
 	var first string
 	t.Run("a", func(t *testing.T) {
 		first = s.NewDatabase(t)
-		if _, err := connect(t, first).Exec(ctx, "CREATE TABLE mine (n int)"); err != nil {
+		if _, err := query(s, first, "CREATE TABLE mine (n int)"); err != nil {
 			t.Fatal(err)
 		}
 		// A session still open when the test ends must not keep the database from being dropped.
-		open, err := pgx.Connect(ctx, first)
-		if err != nil {
-			t.Fatal(err)
-		}
-		outer.Cleanup(func() { open.Close(ctx) })
+		holdSession(outer, s, first)
 	})
 	t.Run("b", func(t *testing.T) {
 		second := s.NewDatabase(t)
 		if second == first {
 			t.Fatalf("the same URL twice: %s", first)
 		}
-		_, err := connect(t, second).Exec(ctx, "SELECT * FROM mine")
+		_, err := query(s, second, "SELECT * FROM mine")
 		if err == nil || !strings.Contains(err.Error(), "does not exist") {
 			t.Fatalf("table of another test's database visible: err = %v", err)
 		}
 	})
-	if _, err := pgx.Connect(ctx, first); err == nil || !strings.Contains(err.Error(), "does not exist") {
+	if _, err := query(s, first, "SELECT 1"); err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Errorf("database of an ended test still there: connect err = %v", err)
 	}
 }

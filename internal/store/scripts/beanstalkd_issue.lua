@@ -1,4 +1,4 @@
--- beanstalkd_issue.lua: issue the ids of jobs the beanstalkd front end (internal/beanstalkd) is
+-- beanstalkd_issue.lua: issue the ids of jobs the beanstalkd front end (cmd/delayq/internal/beanstalkd) is
 -- about to put, one per topic given, consecutive and in the order given, and index them.
 -- KEYS[1] ids      STRING the last id issued
 -- KEYS[2] jobs     HASH   beanstalkd id -> job (see keys.Beanstalkd.Jobs)

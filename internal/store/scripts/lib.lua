@@ -64,7 +64,7 @@ end
 -- ready_score orders due jobs by priority (higher first), then due time. Priorities are within
 -- +-1000 and due times below 2^43 ms, so every score is an exact double.
 -- A stored priority of RANK_BASE or more is RANK_BASE plus a beanstalkd priority (0 to 2^32-1,
--- most urgent first; internal/beanstalkd): the job is scored by that priority alone, so that
+-- most urgent first; cmd/delayq/internal/beanstalkd): the job is scored by that priority alone, so that
 -- jobs of equal priority rank by member (their fixed-width ids), as beanstalkd orders them. Such
 -- scores lie below RANK_SPAN, before every priority-0 job (whose scores are due times) and
 -- after every job of a higher priority.

@@ -1,0 +1,263 @@
+// Command scriptcost counts the CPU instructions redis-server spends on one enqueue, for delayq's
+// enqueue and for the floor (one EVALSHA that stores a body and adds it to a sorted set), with
+// redis-server running under valgrind's callgrind. Instruction counts do not depend on what else
+// the machine is doing, so the figures repeat from run to run where timings would not.
+//
+// Each variant runs twice on a fresh redis-server, with no calls and with -calls calls; the
+// difference of the two totals, divided by the calls, is the cost of one call, from reading its
+// request to writing its reply. Needs valgrind and redis-server on PATH.
+//
+//	go run ./bench/scriptcost [-calls 2000]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/archive"
+	"github.com/delayq/delayq/cmd/delayq/internal/bench"
+	"github.com/delayq/delayq/internal/childproc"
+	"github.com/delayq/delayq/internal/redisproc"
+)
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...any) {}
+
+// variant is one way of enqueueing calls jobs, perJob jobs a call.
+type variant struct {
+	name   string
+	perJob int
+	run    func(ctx context.Context, rdb *redis.Client, calls int) error
+}
+
+func main() {
+	calls := flag.Int("calls", 2000, "enqueue calls per variant")
+	flag.Parse()
+	log.SetFlags(0)
+	if _, err := exec.LookPath("valgrind"); err != nil {
+		log.Fatal("scriptcost: valgrind is not on PATH (Debian: apt-get install valgrind)")
+	}
+	// go-redis logs every failed dial while the server starts under valgrind.
+	redis.SetLogger(quiet{})
+	ctx := context.Background()
+	fmt.Println("| variant | instructions per call | per job |")
+	fmt.Println("|---|---:|---:|")
+	for _, v := range variants() {
+		perCall, err := cost(ctx, v, *calls)
+		if err != nil {
+			log.Fatalf("scriptcost: %s: %v", v.name, err)
+		}
+		fmt.Printf("| %s | %d | %d |\n", v.name, perCall, perCall/int64(v.perJob))
+	}
+}
+
+func variants() []variant {
+	return []variant{
+		{"an empty script (`return 1`), no keys or arguments", 1, emptyScript(false)},
+		{"the empty script given an enqueue's 12 keys and 10 arguments", 1, emptyScript(true)},
+		{"floor: one EVALSHA (TIME, HSET, ZADD)", 1, runFloor},
+		{"delayq Enqueue, replay window 0 (no call record)", 1, enqueueWith(-1, 1)},
+		{"delayq Enqueue (default: call record kept 30 s)", 1, enqueueWith(0, 1)},
+		{"delayq, 12 jobs a call, replay window 0", 12, enqueueWith(-1, 12)},
+		{"delayq, 12 jobs a call (as 16 producers coalesce)", 12, enqueueWith(0, 12)},
+		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", 1, lifecycle(-1, false)},
+		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(0, false)},
+		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(0, true)},
+	}
+}
+
+// lifecycle enqueues, reserves and acks one job a call with the given replay window, its end
+// appended to its partition's history stream when archived is set (no archiver reads it here).
+func lifecycle(window time.Duration, archived bool) func(context.Context, *redis.Client, int) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int) error {
+		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if archived {
+			if err := archive.Enable(ctx, c, 1<<40, false); err != nil {
+				return err
+			}
+		}
+		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
+			return err
+		}
+		for i := range calls {
+			if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(i)}); err != nil {
+				return err
+			}
+			jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 1})
+			if err != nil || len(jobs) != 1 {
+				return fmt.Errorf("reserve: %d jobs, %v", len(jobs), err)
+			}
+			if err := c.Ack(ctx, jobs[0].Lease()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// runFloor enqueues through the benchmark's floor contestant, one call per job.
+func runFloor(ctx context.Context, rdb *redis.Client, calls int) error {
+	q, err := (&bench.Floor{RDB: rdb}).Open(ctx, "cost")
+	if err != nil {
+		return err
+	}
+	_, err = q.Produce(ctx, bench.Plan{N: calls, Delay: time.Hour})
+	return err
+}
+
+// emptyScript calls a script that does nothing, with no keys or arguments, or with as many
+// (and as long) as delayq's Enqueue of one job passes: its 12 keys, the call's replay settings
+// and the job's id, delay and record around a 100-byte body. The difference is what Redis
+// spends on a call's arguments alone (each becomes a Lua string in the KEYS or ARGV table).
+func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int) error {
+		script := redis.NewScript("return 1")
+		if err := script.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+		for i := range calls {
+			var keys []string
+			var args []any
+			if enqueueArgs {
+				for _, k := range []string{"jobs", "delayed", "ready", "ready:push", "reserved", "dead",
+					"notify", "leases", "settings", "starts", "history"} {
+					keys = append(keys, "delayq:{cost#0}:"+k)
+				}
+				keys = append(keys, fmt.Sprintf("delayq:{cost#0}:call:%016d", i))
+				id := fmt.Sprintf("01M8AKJ8J77JPBSQZR%08d", i)
+				args = []any{0, 30000, 0, 1, "0", id, 3600000, "", "\x00\xc0\xcdu0\x00",
+					"\x00\x05\xd9d" + string(bench.Body(i))}
+			}
+			if err := script.EvalSha(ctx, rdb, keys, args...).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// enqueueWith enqueues through a delayq Client with the given replay window, perCall jobs a
+// call (EnqueueBatch when more than one).
+func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis.Client, int) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int) error {
+		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		// The topic exists before counting starts, as it does for a running producer.
+		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
+			return err
+		}
+		specs := make([]delayq.Spec, perCall)
+		for i := range calls {
+			for k := range specs {
+				specs[k] = delayq.Spec{Body: bench.Body(i*perCall + k), Delay: time.Hour}
+			}
+			if perCall == 1 {
+				_, err = c.Enqueue(ctx, "cost", specs[0])
+			} else {
+				_, err = c.EnqueueBatch(ctx, "cost", specs)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// cost returns the instructions redis-server spends per call of v.
+func cost(ctx context.Context, v variant, calls int) (int64, error) {
+	// A variant's set-up (loading a script, registering a topic) runs in both measurements, so
+	// it cancels out; so do the server's start and end.
+	base, err := instructions(ctx, v, 0)
+	if err != nil {
+		return 0, err
+	}
+	total, err := instructions(ctx, v, calls)
+	if err != nil {
+		return 0, err
+	}
+	return (total - base) / int64(calls), nil
+}
+
+// instructions runs redis-server under callgrind, makes calls calls of v and returns the
+// instructions the server executed in all.
+func instructions(ctx context.Context, v variant, calls int) (int64, error) {
+	bin, err := redisproc.Binary()
+	if err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "delayq-scriptcost-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	port, err := childproc.ReservePort()
+	if err != nil {
+		return 0, err
+	}
+	out := filepath.Join(dir, "callgrind.out")
+	p, err := childproc.Start(childproc.Options{Bin: "valgrind", Args: []string{
+		"--tool=callgrind", "--callgrind-out-file=" + out, bin,
+		"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"),
+	}, DeathSignal: syscall.SIGKILL})
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = p.Kill(time.Minute) }()
+	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port)})
+	defer rdb.Close()
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := p.WaitReady(wctx, 50*time.Millisecond, redisproc.PingReady(rdb)); err != nil {
+		return 0, err
+	}
+	if err := v.run(ctx, rdb, calls); err != nil {
+		return 0, err
+	}
+	// SHUTDOWN ends the server normally, so callgrind writes its totals.
+	_ = rdb.Do(ctx, "shutdown", "nosave").Err()
+	select {
+	case <-p.Exited():
+	case <-time.After(time.Minute):
+		return 0, fmt.Errorf("redis-server did not stop")
+	}
+	return totalInstructions(out)
+}
+
+// totalInstructions reads the "summary:" (or "totals:") line of a callgrind output file.
+func totalInstructions(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		for _, prefix := range []string{"summary: ", "totals: "} {
+			if v, ok := strings.CutPrefix(line, prefix); ok {
+				return strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no summary line in %s", path)
+}
