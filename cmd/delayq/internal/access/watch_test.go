@@ -82,9 +82,14 @@ func TestTokensFileReloadsAChangeThatKeepsSizeAndTime(t *testing.T) {
 	t.Parallel()
 	const old, replacement = "old-token-00000000001", "new-token-00000000001"
 	path := filepath.Join(t.TempDir(), "tokens.json")
+	// Each version of the file appears whole, renamed into place: a file the watcher could
+	// catch half written would count as one more bad file.
 	write := func(content string, mod time.Time) {
 		t.Helper()
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		if err := os.WriteFile(path+".new", []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".new", path); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.Chtimes(path, mod, mod); err != nil {
