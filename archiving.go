@@ -3,9 +3,6 @@ package delayq
 import (
 	"context"
 	"time"
-
-	"github.com/delayq/delayq/internal/clienthooks"
-	"github.com/delayq/delayq/internal/store"
 )
 
 // archiveRecheck is how often a Client reads the namespace's archive setting again: a Client
@@ -38,11 +35,4 @@ func (c *Client) readArchiveSetting(ctx context.Context) error {
 		c.store.ApplyArchiveSetting(a)
 	}
 	return err
-}
-
-func init() {
-	clienthooks.Store = func(client any) *store.Store { return client.(*Client).store }
-	clienthooks.ReadArchiveSetting = func(ctx context.Context, client any) error {
-		return client.(*Client).readArchiveSetting(ctx)
-	}
 }

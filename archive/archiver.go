@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/core"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
 )
@@ -88,7 +88,7 @@ func NewArchiver(client *delayq.Client, pg *Store, cfg ArchiverConfig) (*Archive
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Archiver{client: client, st: clienthooks.Store(client), pg: pg, cfg: cfg, log: cfg.Logger}, nil
+	return &Archiver{client: client, st: client.Core(core.Key{}).Store(), pg: pg, cfg: cfg, log: cfg.Logger}, nil
 }
 
 func consumerName() string {
@@ -108,10 +108,11 @@ func Enable(ctx context.Context, client *delayq.Client, keep int64, failed bool)
 }
 
 func enable(ctx context.Context, client *delayq.Client, a store.ArchiveSetting, hold time.Duration) error {
-	if err := clienthooks.Store(client).WriteArchiveSetting(ctx, a, hold); err != nil {
+	in := client.Core(core.Key{})
+	if err := in.Store().WriteArchiveSetting(ctx, a, hold); err != nil {
 		return err
 	}
-	return clienthooks.ReadArchiveSetting(ctx, client)
+	return in.ReadArchiveSetting(ctx)
 }
 
 // Disable turns archiving off for client's namespace. Outcomes already waiting stay until an

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/core"
 	"github.com/delayq/delayq/internal/pgtest"
 	"github.com/delayq/delayq/internal/redistest"
 	"github.com/delayq/delayq/internal/testwait"
@@ -122,7 +122,7 @@ func runArchiver(t *testing.T, c *delayq.Client, pg *Store, cfg ArchiverConfig) 
 	// Run turns archiving on; wait until the client's scripts are told, or the first outcomes
 	// would not be recorded (the setting is in Redis a moment before the client reads it).
 	testwait.For(t, 10*time.Second, "archiving on", func() bool {
-		return clienthooks.Store(c).Archive() != 0
+		return c.Core(core.Key{}).Store().Archive() != 0
 	})
 	return a
 }

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/internal/testhooks"
+	"github.com/delayq/delayq/internal/core"
 )
 
 // AdvanceClock moves the clock that client's operations read forward by d, to the
@@ -19,10 +19,10 @@ import (
 // replays) do not see it either. The moves of one Client add up; a negative d moves its clock
 // back.
 func AdvanceClock(client *delayq.Client, d time.Duration) {
-	testhooks.AdvanceClock(client, d)
+	client.Core(core.Key{}).AdvanceClock(d)
 }
 
 // ClockOffset returns how far AdvanceClock has moved client's clock in all.
 func ClockOffset(client *delayq.Client) time.Duration {
-	return testhooks.ClockOffset(client)
+	return client.Core(core.Key{}).ClockOffset()
 }

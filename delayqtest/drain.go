@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/delayq/delayq"
-	"github.com/delayq/delayq/internal/testhooks"
+	"github.com/delayq/delayq/internal/core"
 )
 
 // DrainResult is what Drain did: the ids of the jobs it ran, one entry per run, by outcome.
@@ -91,7 +91,7 @@ func settle(ctx context.Context, client *delayq.Client, job *delayq.Job, failure
 	}
 	res.Errors[job.ID] = failure
 	o := delayq.NackOptions{Error: failure.Error()}
-	o.Delay, o.Dead = testhooks.Failure(failure)
+	o.Delay, o.Dead = client.Core(core.Key{}).Failure(failure)
 	dead, err := client.Nack(ctx, job.Lease(), o)
 	switch {
 	case errors.Is(err, delayq.ErrLeaseLost):

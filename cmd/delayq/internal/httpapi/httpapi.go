@@ -24,7 +24,7 @@ import (
 	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/cmd/delayq/internal/access"
 	"github.com/delayq/delayq/cmd/delayq/internal/metrics"
-	"github.com/delayq/delayq/internal/clienthooks"
+	"github.com/delayq/delayq/internal/core"
 	"github.com/delayq/delayq/internal/store"
 	"github.com/delayq/delayq/internal/tracing"
 	"go.opentelemetry.io/otel/codes"
@@ -133,7 +133,7 @@ func New(cfg Config) (http.Handler, error) {
 		public:  cfg.MetricsPublic,
 		trace:   tracing.New(cfg.TracerProvider),
 		archive: cfg.Archive,
-		inline:  store.EndsCallsAtDeadline(clienthooks.Store(cfg.Client).Client()),
+		inline:  store.EndsCallsAtDeadline(cfg.Client.Core(core.Key{}).Store().Client()),
 	}
 	a.readyInline = a.inline
 	if a.redis != nil {

@@ -17,14 +17,15 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/cmd/delayq/internal/beanstalkd/proto"
-	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/coalesce"
+	"github.com/delayq/delayq/internal/core"
 	"github.com/delayq/delayq/internal/store"
 )
 
 // Backend carries out beanstalkd commands on a delayq.Client.
 type Backend struct {
 	c        *delayq.Client
+	inside   core.Client[*delayq.Job] // c's beanstalkd semantics
 	st       *store.Store
 	log      *slog.Logger
 	issuer   *coalesce.Coalescer[string, issued]     // the ids of puts, by topic
@@ -55,8 +56,9 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 	if log == nil {
 		log = slog.Default()
 	}
+	in := c.Core(core.Key{})
 	b := &Backend{
-		c: c, st: clienthooks.Store(c), log: log,
+		c: c, inside: in, st: in.Store(), log: log,
 		sessions: map[proto.Session]map[uint64]held{},
 		timers:   map[string]pauseTimer{},
 		stop:     make(chan struct{}),
@@ -143,7 +145,7 @@ func (b *Backend) Put(ctx context.Context, tube string, pri uint32, delay, ttr t
 		return 0, false, storeError(id.err)
 	}
 	n := id.n
-	err := clienthooks.EnqueueRanked(ctx, b.c, topic, clienthooks.RankedJob{
+	err := b.inside.EnqueueRanked(ctx, topic, core.RankedJob{
 		ID: store.BeanstalkdJobID(n), Body: body, Pri: pri, Delay: delay, TTR: ttr,
 	})
 	if err != nil {
@@ -277,7 +279,7 @@ func (b *Backend) Release(ctx context.Context, s proto.Session, n uint64, pri ui
 		return false, proto.ErrNotFound
 	}
 	b.drop(s, n)
-	if err := clienthooks.ReleaseRanked(ctx, b.c, lease(h), pri, delay); err != nil {
+	if err := b.inside.ReleaseRanked(ctx, lease(h), pri, delay); err != nil {
 		return false, storeError(err)
 	}
 	b.count(ctx, store.BeanstalkdJobCounter(n, "releases"), 1)
@@ -306,7 +308,7 @@ func (b *Backend) Bury(ctx context.Context, s proto.Session, n uint64, pri uint3
 		return proto.ErrNotFound
 	}
 	b.drop(s, n)
-	if err := clienthooks.BuryRanked(ctx, b.c, lease(h), pri); err != nil {
+	if err := b.inside.BuryRanked(ctx, lease(h), pri); err != nil {
 		return storeError(err)
 	}
 	b.count(ctx, store.BeanstalkdJobCounter(n, "buries"), 1)
@@ -316,8 +318,8 @@ func (b *Backend) Bury(ctx context.Context, s proto.Session, n uint64, pri uint3
 	return nil
 }
 
-func lease(h held) clienthooks.Lease {
-	return clienthooks.Lease{Topic: h.lease.Topic, ID: h.lease.ID, Token: h.lease.Token}
+func lease(h held) core.Lease {
+	return core.Lease{Topic: h.lease.Topic, ID: h.lease.ID, Token: h.lease.Token}
 }
 
 // Touch implements proto.Backend.
@@ -362,4 +364,4 @@ func (b *Backend) Peek(ctx context.Context, n uint64) (proto.Job, error) {
 }
 
 // before tells whether due job a goes out before due job b.
-func before(a, b *delayq.Job) bool { return clienthooks.ReadyOrder(a, b) < 0 }
+func (b *Backend) before(x, y *delayq.Job) bool { return b.inside.ReadyOrder(x, y) < 0 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/cmd/delayq/internal/beanstalkd/proto"
-	"github.com/delayq/delayq/internal/clienthooks"
 	"github.com/delayq/delayq/internal/keys"
 	"github.com/delayq/delayq/internal/store"
 )
@@ -82,7 +81,7 @@ func (b *Backend) take(ctx context.Context, topics []string, wait time.Duration)
 	}
 	best := jobs[0]
 	for _, j := range jobs[1:] {
-		if before(j, best) {
+		if b.before(j, best) {
 			best = j
 		}
 	}
@@ -298,11 +297,10 @@ func (b *Backend) ReserveJob(ctx context.Context, s proto.Session, n uint64) (pr
 	if err != nil {
 		return proto.Job{}, storeError(err)
 	}
-	v, err := clienthooks.ReserveJob(ctx, b.c, ref.Topic, ref.ID)
+	j, err := b.inside.ReserveJob(ctx, ref.Topic, ref.ID)
 	if err != nil {
 		return proto.Job{}, storeError(err)
 	}
-	j := v.(*delayq.Job)
 	b.hold(s, n, j)
 	return b.protoJob(n, j), nil
 }

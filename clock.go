@@ -1,11 +1,9 @@
 package delayq
 
 import (
-	"errors"
 	"sync"
 	"time"
 
-	"github.com/delayq/delayq/internal/testhooks"
 	"github.com/delayq/delayq/internal/wake"
 )
 
@@ -31,22 +29,4 @@ func (c *Client) advanceClock(d time.Duration) {
 		t.ShiftClock(ms)
 	}
 	c.leases.ShiftClock(ms)
-}
-
-func init() {
-	testhooks.AdvanceClock = func(client any, d time.Duration) {
-		client.(*Client).advanceClock(d)
-	}
-	testhooks.ClockOffset = func(client any) time.Duration {
-		return time.Duration(client.(*Client).store.ClockOffset()) * time.Millisecond
-	}
-	testhooks.MaxPage = func(client any) int { return client.(*Client).cfg.Limits.MaxReserve }
-	// The same reading of a handler's error as Worker.finish makes.
-	testhooks.Failure = func(err error) (*time.Duration, bool) {
-		var he *handlerError
-		if errors.As(err, &he) {
-			return he.delay, he.dead
-		}
-		return nil, false
-	}
 }
