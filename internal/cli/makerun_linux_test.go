@@ -40,7 +40,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 	}
 	tty.Close() // the children hold it now
 
-	out := &syncBuffer{}
+	out := &testwait.Buffer{}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
