@@ -1,12 +1,10 @@
 package delayq
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -176,29 +174,11 @@ func TestStaleLookDoesNotDoubleTheTicksOfAMovedSchedule(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer that a logger may write to from any goroutine.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // A tick whose id another job holds already enqueues nothing and leaves that job as it is; the
 // schedule counts such ticks, and the first one is logged, once for the schedule.
 func TestTickWithItsIDTakenIsCountedAndLoggedOnce(t *testing.T) {
 	t.Parallel()
-	var logs lockedBuffer
+	var logs testwait.Buffer
 	c, _ := newTestClient(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	ctx := testContext(t)
 	start := time.Now().Truncate(time.Second).Add(time.Minute)

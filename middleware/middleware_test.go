@@ -1,7 +1,6 @@
 package middleware_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -112,7 +111,7 @@ func TestTimeoutEndsAHandlerAndFailsItsJob(t *testing.T) {
 
 func TestLoggingSaysHowEachJobEnded(t *testing.T) {
 	t.Parallel()
-	var buf syncBuffer
+	var buf testwait.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := startWorker(t, func(_ context.Context, job *delayq.Job) error {
 		if job.ID == "bad" {
@@ -189,31 +188,6 @@ func TestTracingSpansTheHandlerUnderTheDelivery(t *testing.T) {
 	if st := byID["handle t panics"].Status; st.Code != codes.Error || st.Description != "panic: boom" {
 		t.Errorf("the panicking handler's span status %+v, want error \"panic: boom\"", st)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the handlers' goroutines.
-type syncBuffer struct {
-	mu  chan struct{}
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) lock() {
-	if b.mu == nil {
-		b.mu = make(chan struct{}, 1)
-	}
-	b.mu <- struct{}{}
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.lock()
-	defer func() { <-b.mu }()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.lock()
-	defer func() { <-b.mu }()
-	return b.buf.String()
 }
 
 func Example() {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,6 +183,18 @@ func (p *Process) WaitReady(ctx context.Context, interval time.Duration, ready f
 func Poll(ctx context.Context, interval time.Duration, ready func(context.Context) error) error {
 	_, err := poll(ctx, interval, nil, ready)
 	return err
+}
+
+// Accepts returns a ready function, for WaitReady and Poll, that holds once addr accepts a TCP
+// connection; it closes the connection at once. Each try waits at most a second.
+func Accepts(addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
 }
 
 // poll is Poll that also gives up, reporting true, once stop is closed.

@@ -46,21 +46,11 @@ func startOn(t *testing.T, port int, dir string, extra ...string) (*Process, str
 	return p, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
-func dialable(addr string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
-}
-
 func TestStartWaitTerminate(t *testing.T) {
 	p, addr := startOnFreePort(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.WaitReady(ctx, 10*time.Millisecond, dialable(addr)); err != nil {
+	if err := p.WaitReady(ctx, 10*time.Millisecond, Accepts(addr)); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.Terminate(ctx, 10*time.Second); err != nil {
@@ -70,6 +60,23 @@ func TestStartWaitTerminate(t *testing.T) {
 	case <-p.Exited():
 	default:
 		t.Fatal("Terminate returned before the process exited")
+	}
+}
+
+// Accepts holds while something listens on the address, and not once it has stopped.
+func TestAccepts(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ctx := context.Background()
+	if err := Accepts(addr)(ctx); err != nil {
+		t.Errorf("Accepts(%s) while listening: %v", addr, err)
+	}
+	ln.Close()
+	if err := Accepts(addr)(ctx); err == nil {
+		t.Errorf("Accepts(%s) after the listener closed: nil, want an error", addr)
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/delayq/delayq/internal/childproc"
 )
 
 // startClusterNode starts an empty cluster node on a reserved port and returns its address.
@@ -26,7 +28,7 @@ func startClusterNode(t *testing.T) string {
 	p, addr := startOn(t, port, dir, ClusterArgs(filepath.Join(dir, "nodes.conf"))...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := p.WaitReady(ctx, 10*time.Millisecond, dialable(addr)); err != nil {
+	if err := p.WaitReady(ctx, 10*time.Millisecond, childproc.Accepts(addr)); err != nil {
 		t.Fatal(err)
 	}
 	return addr

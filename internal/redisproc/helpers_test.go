@@ -3,7 +3,6 @@
 package redisproc
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -32,15 +31,4 @@ func startOn(t *testing.T, port int, dir string, extra ...string) (*childproc.Pr
 	}
 	t.Cleanup(func() { _ = p.Kill(10 * time.Second) })
 	return p, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-}
-
-// dialable is a ready function that holds once addr accepts a connection.
-func dialable(addr string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	}
 }

@@ -1,7 +1,8 @@
 // Package testwait lets tests wait for something to happen: it polls a condition until it holds
 // and fails the test, saying what it waited for, when a deadline passes first. A deadline costs
 // nothing when the event comes early, so callers give generous ones: the tests run on loaded
-// machines, under the race detector.
+// machines, under the race detector. Buffer holds the output, such as a server's log, that such
+// a condition reads.
 package testwait
 
 import (

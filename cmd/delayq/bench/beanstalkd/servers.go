@@ -86,13 +86,7 @@ func startProcess(bin string, args []string, dir string, death syscall.Signal) (
 func waitAccepts(ctx context.Context, p *childproc.Process, addr, dir string) error {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	err := p.WaitReady(ctx, 20*time.Millisecond, func(context.Context) error {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
+	err := p.WaitReady(ctx, 20*time.Millisecond, childproc.Accepts(addr))
 	if err != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 		defer cancel()

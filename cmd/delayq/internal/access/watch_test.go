@@ -33,19 +33,8 @@ func TestTokensFileReloadsOnHangupAndKeepsTheOldOnABadFile(t *testing.T) {
 	if k.Lookup(first) == nil || k.Lookup("static-token-00000001") == nil {
 		t.Fatal("the file's and the static token are not both in the keyring")
 	}
-	var logs strings.Builder
-	var mu = make(chan struct{}, 1)
-	mu <- struct{}{}
-	log := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
-		<-mu
-		defer func() { mu <- struct{}{} }()
-		return logs.Write(b)
-	}), nil))
-	logged := func() string {
-		<-mu
-		defer func() { mu <- struct{}{} }()
-		return logs.String()
-	}
+	var logs testwait.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	hup := make(chan os.Signal, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -61,19 +50,15 @@ func TestTokensFileReloadsOnHangupAndKeepsTheOldOnABadFile(t *testing.T) {
 	write(`{"tokens": [{"name": "three", "token": "tiny-tok", "role": "reader"}]}`)
 	hup <- syscall.SIGHUP
 	testwait.For(t, 10*time.Second, "the failed reload's log line", func() bool {
-		return strings.Contains(logged(), "the tokens file was not reloaded")
+		return strings.Contains(logs.String(), "the tokens file was not reloaded")
 	})
 	if k.Lookup(second) == nil {
 		t.Error("a bad file replaced the tokens in use")
 	}
-	if strings.Contains(logged(), second) || strings.Contains(logged(), "tiny-tok") {
-		t.Errorf("a token is logged:\n%s", logged())
+	if strings.Contains(logs.String(), second) || strings.Contains(logs.String(), "tiny-tok") {
+		t.Errorf("a token is logged:\n%s", logs.String())
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (w writerFunc) Write(b []byte) (int, error) { return w(b) }
 
 // A token replaced by another of the same length, in a file whose modification time did not
 // move (a file system that keeps whole seconds, a copy that keeps the time), stops working at
@@ -103,19 +88,8 @@ func TestTokensFileReloadsAChangeThatKeepsSizeAndTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := f.Keyring()
-	var logs strings.Builder
-	mu := make(chan struct{}, 1)
-	mu <- struct{}{}
-	log := slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
-		<-mu
-		defer func() { mu <- struct{}{} }()
-		return logs.Write(b)
-	}), nil))
-	logged := func() string {
-		<-mu
-		defer func() { mu <- struct{}{} }()
-		return logs.String()
-	}
+	var logs testwait.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); f.Run(ctx, 10*time.Millisecond, nil, log) }()
@@ -127,8 +101,8 @@ func TestTokensFileReloadsAChangeThatKeepsSizeAndTime(t *testing.T) {
 	})
 	write(`{"tokens": [{"name": "one", "token": "`+replacement+`", "role": "admin"}]]`, mod)
 	time.Sleep(200 * time.Millisecond)
-	if n := strings.Count(logged(), "the tokens file was not reloaded"); n != 1 {
-		t.Errorf("a bad file logged %d times, want once:\n%s", n, logged())
+	if n := strings.Count(logs.String(), "the tokens file was not reloaded"); n != 1 {
+		t.Errorf("a bad file logged %d times, want once:\n%s", n, logs.String())
 	}
 	if k.Lookup(replacement) == nil {
 		t.Error("a bad file replaced the tokens in use")

@@ -129,7 +129,7 @@ func (s *Server) startOnce(cfg config) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 	defer cancel()
-	err = s.proc.WaitReady(ctx, pollInterval, s.accepts)
+	err = s.proc.WaitReady(ctx, pollInterval, childproc.Accepts(s.addr))
 	if err != nil {
 		_ = s.proc.Kill(killTimeout)
 		return fmt.Errorf("%w; log: %s", err, strings.TrimSpace(childproc.LogTail(logPath, 5)))
@@ -147,14 +147,4 @@ func (c config) args(port int, dir string) []string {
 		args = append(args, "-z", strconv.Itoa(c.maxJob))
 	}
 	return append(args, c.extra...)
-}
-
-// accepts reports whether the server accepts a connection.
-func (s *Server) accepts(ctx context.Context) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", s.addr)
-	if err != nil {
-		return err
-	}
-	return conn.Close()
 }

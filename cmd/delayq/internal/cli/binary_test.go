@@ -36,7 +36,7 @@ func buildBinary(t *testing.T) string {
 
 // startBinaryServer runs `bin server` on a free port with env and waits for its "listening on"
 // line. drained closes once the server's standard error ends; logs holds all of it.
-func startBinaryServer(ctx context.Context, t *testing.T, bin string, env []string) (cmd *exec.Cmd, addr string, logs *syncBuffer, drained <-chan struct{}) {
+func startBinaryServer(ctx context.Context, t *testing.T, bin string, env []string) (cmd *exec.Cmd, addr string, logs *testwait.Buffer, drained <-chan struct{}) {
 	t.Helper()
 	cmd = exec.CommandContext(ctx, bin, "server", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "d"))
 	cmd.Env = env
@@ -47,7 +47,7 @@ func startBinaryServer(ctx context.Context, t *testing.T, bin string, env []stri
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	logs = &syncBuffer{}
+	logs = &testwait.Buffer{}
 	lines := bufio.NewScanner(io.TeeReader(stderr, logs))
 	for addr == "" && lines.Scan() {
 		if m := listeningRe.FindStringSubmatch(lines.Text()); m != nil {

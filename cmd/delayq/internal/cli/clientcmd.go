@@ -26,8 +26,6 @@ type clientOptions struct {
 	timeout time.Duration
 }
 
-// clientCmd builds a command that calls a server: it adds the common flags and hands run a
-// client, bounding the call by --timeout (plus extra, for a reserve's wait).
 // showCmd is clientCmd for a command that makes one request, bounded by --timeout, and shows
 // what it answers: as JSON with --json, else as show writes it.
 func showCmd[T any](cmd *cobra.Command, call func(ctx context.Context, c *apiclient.Client, args []string) (T, error), show func(io.Writer, T)) *cobra.Command {
@@ -42,6 +40,33 @@ func showCmd[T any](cmd *cobra.Command, call func(ctx context.Context, c *apicli
 	})
 }
 
+// listCmd is clientCmd for a command that lists every item of a kind with one request,
+// bounded by --timeout: with --json as the API's object that wrap makes of the items, where an
+// empty list is [] and never null; else as table writes them, or as the line none when there
+// are none.
+func listCmd[T, L any](cmd *cobra.Command, list func(*apiclient.Client, context.Context) ([]T, error), wrap func([]T) L, none string, table func(io.Writer, []T)) *cobra.Command {
+	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, _ []string) error {
+		ctx, cancel := out.bound(ctx, 0)
+		defer cancel()
+		items, err := list(c, ctx)
+		if err != nil {
+			return err
+		}
+		if items == nil {
+			items = []T{}
+		}
+		return out.result(wrap(items), func(w io.Writer) {
+			if len(items) == 0 {
+				fmt.Fprintln(w, none)
+				return
+			}
+			table(w, items)
+		})
+	})
+}
+
+// clientCmd builds a command that calls a server: it adds the common flags and hands run a
+// client, bounding the call by --timeout (plus extra, for a reserve's wait).
 func clientCmd(cmd *cobra.Command, run func(ctx context.Context, c *apiclient.Client, out *output, args []string) error) *cobra.Command {
 	var o clientOptions
 	f := cmd.Flags()

@@ -29,7 +29,7 @@ var (
 type server struct {
 	URL  string
 	Dir  string // the data directory
-	logs *syncBuffer
+	logs *testwait.Buffer
 	stop context.CancelFunc
 	done chan error
 
@@ -51,7 +51,7 @@ func startServer(t *testing.T, env map[string]string, args ...string) *server {
 func startServerArgs(t *testing.T, env map[string]string, dir string, args ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &server{Dir: dir, logs: &syncBuffer{}, stop: cancel, done: make(chan error, 1)}
+	s := &server{Dir: dir, logs: &testwait.Buffer{}, stop: cancel, done: make(chan error, 1)}
 	go func() { s.done <- cli.Run(ctx, args, getenv(env), io.Discard, s.logs) }()
 	t.Cleanup(cancel) // also when start-up fails
 	testwait.ForNil(t, 30*time.Second, "the server's \"listening on\" line", func() error {
@@ -176,24 +176,6 @@ func alive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(stat, ')')
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // runServerOnce runs a server command line that is expected to fail at start-up. Should it

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,10 +14,6 @@ import (
 // as CI expects of it wherever Docker is out of reach.
 func TestMakeDockerSaysItNeedsARunningDaemon(t *testing.T) {
 	t.Parallel()
-	makeBin, err := exec.LookPath("make")
-	if err != nil {
-		t.Fatalf("make is not on PATH: %v", err)
-	}
 	// A docker command whose every call fails as the real one does without a daemon.
 	bin := t.TempDir()
 	fake := "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n"
@@ -27,9 +22,7 @@ func TestMakeDockerSaysItNeedsARunningDaemon(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, makeBin, "docker")
-	cmd.Dir = "../../../.."
-	cmd.Env = append(makeFreeEnv(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	cmd := makeCommand(ctx, t, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}, "docker")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("make docker without a daemon: %v, want exit 0\n%s", err, out)

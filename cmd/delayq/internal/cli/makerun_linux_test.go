@@ -21,17 +21,12 @@ import (
 // pseudo-terminal, whose line discipline sends SIGINT to the foreground process group.
 func TestMakeRunCtrlC(t *testing.T) {
 	t.Parallel()
-	makeBin, err := exec.LookPath("make")
-	if err != nil {
-		t.Fatalf("make is not on PATH: %v", err)
-	}
 	term, tty := openPTY(t)
 	dataDir := filepath.Join(t.TempDir(), "data")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, makeBin, "run", "ARGS=--listen 127.0.0.1:0 --data-dir "+dataDir)
-	cmd.Dir = "../../../.."
-	cmd.Env = append(makeFreeEnv(), "DELAYQ_BIN="+filepath.Join(t.TempDir(), "delayq"))
+	cmd := makeCommand(ctx, t, []string{"DELAYQ_BIN=" + filepath.Join(t.TempDir(), "delayq")},
+		"run", "ARGS=--listen 127.0.0.1:0 --data-dir "+dataDir)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	// A session of its own with the terminal as its controlling terminal, as a login shell has.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
@@ -40,7 +35,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 	}
 	tty.Close() // the children hold it now
 
-	out := &syncBuffer{}
+	out := &testwait.Buffer{}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -59,7 +54,7 @@ func TestMakeRunCtrlC(t *testing.T) {
 	if _, err := term.Write([]byte{3}); err != nil { // Ctrl-C
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	<-readDone
 	logs := out.String()
 	var exit *exec.ExitError
@@ -118,16 +113,25 @@ func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
 	return nil
 }
 
-// makeFreeEnv is cleanEnv without the variables an outer make (`make test`) passes down.
-func makeFreeEnv() []string {
-	var env []string
+// makeCommand returns `make args...` to run at the repository's root, in cleanEnv without the
+// variables an outer make (`make test`) passes down, and with env on top. The test fails when
+// make is not on PATH.
+func makeCommand(ctx context.Context, t *testing.T, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	bin, err := exec.LookPath("make")
+	if err != nil {
+		t.Fatalf("make is not on PATH: %v", err)
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = "../../../.."
 	for _, kv := range cleanEnv() {
 		name, _, _ := strings.Cut(kv, "=")
 		switch name {
 		case "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES":
 		default:
-			env = append(env, kv)
+			cmd.Env = append(cmd.Env, kv)
 		}
 	}
-	return env
+	cmd.Env = append(cmd.Env, env...)
+	return cmd
 }

@@ -17,19 +17,9 @@ import (
 
 func newTopicsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "topics", Short: "List every topic with its job counts", Args: cobra.NoArgs}
-	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, _ []string) (apiv1.TopicList, error) {
-		topics, err := c.Topics(ctx)
-		if topics == nil {
-			topics = []apiv1.TopicStats{}
-		}
-		return apiv1.TopicList{Topics: topics}, err
-	}, func(w io.Writer, l apiv1.TopicList) {
-		if len(l.Topics) == 0 {
-			fmt.Fprintln(w, "no topics")
-			return
-		}
-		printTopics(w, l.Topics)
-	})
+	return listCmd(cmd, (*apiclient.Client).Topics, func(topics []apiv1.TopicStats) apiv1.TopicList {
+		return apiv1.TopicList{Topics: topics}
+	}, "no topics", printTopics)
 }
 
 func newStatsCmd() *cobra.Command {

@@ -147,7 +147,7 @@ func startServerProcess(t *testing.T, bin string, args ...string) *serverProcess
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	logs := &syncBuffer{}
+	logs := &testwait.Buffer{}
 	lines := bufio.NewScanner(io.TeeReader(stderr, logs))
 	for lines.Scan() {
 		if m := listeningRe.FindStringSubmatch(lines.Text()); m != nil {

@@ -116,19 +116,9 @@ func optionalTime(flag, v string) (time.Time, error) {
 
 func newScheduleListCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "list", Short: "List every schedule", Args: cobra.NoArgs}
-	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, _ []string) (apiv1.ScheduleList, error) {
-		list, err := c.Schedules(ctx)
-		if list == nil {
-			list = []apiv1.Schedule{}
-		}
-		return apiv1.ScheduleList{Schedules: list}, err
-	}, func(w io.Writer, l apiv1.ScheduleList) {
-		if len(l.Schedules) == 0 {
-			fmt.Fprintln(w, "no schedules")
-			return
-		}
-		printSchedules(w, l.Schedules)
-	})
+	return listCmd(cmd, (*apiclient.Client).Schedules, func(list []apiv1.Schedule) apiv1.ScheduleList {
+		return apiv1.ScheduleList{Schedules: list}
+	}, "no schedules", printSchedules)
 }
 
 // newScheduleActionCmd builds a command that calls do on one schedule and shows it.

@@ -320,7 +320,7 @@ func TestServerConfigErrors(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, tt.args...)
 			done := make(chan error, 1)
-			var logs syncBuffer
+			var logs testwait.Buffer
 			go func() { done <- runServerOnce(tt.env, args, &logs) }()
 			select {
 			case err := <-done:
@@ -342,7 +342,7 @@ func TestServerConfigErrors(t *testing.T) {
 func TestDataDirInUse(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil)
-	var logs syncBuffer
+	var logs testwait.Buffer
 	err := runServerOnce(nil, []string{"server", "--listen", "127.0.0.1:0", "--data-dir", s.Dir}, &logs)
 	if err == nil || !strings.Contains(err.Error(), "used by another delayq server") {
 		t.Errorf("second server on one data dir: err = %v", err)

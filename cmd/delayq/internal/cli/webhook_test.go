@@ -100,7 +100,7 @@ func TestWebhookSecretPreviousErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir()}, tt.args...)
-			var logs syncBuffer
+			var logs testwait.Buffer
 			err := runServerOnce(tt.env, args, &logs)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("err = %v, want one containing %q", err, tt.want)

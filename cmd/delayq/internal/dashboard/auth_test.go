@@ -26,6 +26,47 @@ func sessionCookieOf(a answer) *http.Cookie {
 	return nil
 }
 
+// login logs s's browser in with token and returns the session cookie the login set.
+func (s *site) login(token string) *http.Cookie {
+	s.t.Helper()
+	c := sessionCookieOf(s.post("/login", url.Values{csrfField: {s.csrf("/login")}, "token": {token}}))
+	if c == nil {
+		s.t.Fatal("no session after the login")
+	}
+	return c
+}
+
+// startPeer starts another dashboard on s's Redis with s's tokens, a second server of the same
+// deployment, and returns its URL.
+func (s *site) startPeer() string {
+	s.t.Helper()
+	peer, err := New(Config{Client: s.client, Tokens: s.tokens, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv := httptest.NewServer(peer)
+	s.t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// sendWithCookie sends a form to target from a new browser that carries only cookie: a copy
+// of a session, as someone who took it would send it.
+func sendWithCookie(t testing.TB, cookie *http.Cookie, method, target string, form url.Values) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, target, strings.NewReader(form.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(cookie)
+	resp, err := newBrowser(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return answer{status: resp.StatusCode, header: resp.Header}
+}
+
 func TestLoginAndLogout(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.Tokens = []string{"first-token", "second-token"} })
@@ -123,36 +164,15 @@ func TestLogoutEndsTheSessionOnEveryServer(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.Tokens = []string{"right-token"} })
 	s.enqueue("t", delayq.Spec{ID: "j", Delay: time.Hour})
-	other, err := New(Config{Client: s.client, Tokens: s.tokens, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherSrv := httptest.NewServer(other)
-	t.Cleanup(otherSrv.Close)
-
-	s.post("/login", url.Values{csrfField: {s.csrf("/login")}, "token": {"right-token"}})
-	u, _ := url.Parse(s.url)
-	var copied *http.Cookie
-	for _, c := range s.http.Jar.Cookies(u) {
-		if c.Name == sessionCookie {
-			copied = c
-		}
-	}
+	other := s.startPeer()
+	copied := s.login("right-token")
 	csrf := s.csrf("/")
 	withCopy := func(base, method, path string, form url.Values) answer {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(form.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.AddCookie(copied)
-		resp, err := newBrowser(t).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		return answer{status: resp.StatusCode, header: resp.Header}
+		return sendWithCookie(t, copied, method, base+path, form)
 	}
-	wantStatus(t, "the copy on the other server before the logout", withCopy(otherSrv.URL, "GET", "/topics/t", nil), http.StatusOK)
+	wantStatus(t, "the copy on the other server before the logout", withCopy(other, "GET", "/topics/t", nil), http.StatusOK)
 	wantStatus(t, "logout", s.post("/logout", url.Values{csrfField: {csrf}}), http.StatusSeeOther)
-	for _, base := range []string{s.url, otherSrv.URL} {
+	for _, base := range []string{s.url, other} {
 		if a := withCopy(base, "GET", "/topics/t", nil); a.status != http.StatusSeeOther || !strings.HasPrefix(a.header.Get("Location"), "/login") {
 			t.Errorf("a copy of the logged-out cookie: %d %q, want a redirect to /login", a.status, a.header.Get("Location"))
 		}
@@ -302,34 +322,10 @@ func TestDashboardOffersAndAllowsOnlyWhatTheRoleMay(t *testing.T) {
 func TestDeletingTheSigningKeyEndsEverySession(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, func(c *Config) { c.Tokens = []string{"right-token-0123456789"} })
-	other, err := New(Config{Client: s.client, Tokens: s.tokens, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherSrv := httptest.NewServer(other)
-	t.Cleanup(otherSrv.Close)
-	s.post("/login", url.Values{csrfField: {s.csrf("/login")}, "token": {"right-token-0123456789"}})
-	u, _ := url.Parse(s.url)
-	var cookie *http.Cookie
-	for _, c := range s.http.Jar.Cookies(u) {
-		if c.Name == sessionCookie {
-			cookie = c
-		}
-	}
-	if cookie == nil {
-		t.Fatal("no session after the login")
-	}
-	status := func(base string) int {
-		req, _ := http.NewRequest("GET", base+"/schedules", nil)
-		req.AddCookie(cookie)
-		resp, err := newBrowser(t).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	for _, base := range []string{s.url, otherSrv.URL} {
+	other := s.startPeer()
+	cookie := s.login("right-token-0123456789")
+	status := func(base string) int { return sendWithCookie(t, cookie, "GET", base+"/schedules", nil).status }
+	for _, base := range []string{s.url, other} {
 		if got := status(base); got != http.StatusOK {
 			t.Fatalf("the session before the key is deleted: %d, want 200", got)
 		}
@@ -337,7 +333,7 @@ func TestDeletingTheSigningKeyEndsEverySession(t *testing.T) {
 	if err := s.dash.redis.Del(context.Background(), keys.DashboardKey("delayq")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for _, base := range []string{s.url, otherSrv.URL} {
+	for _, base := range []string{s.url, other} {
 		testwait.For(t, 10*time.Second, "the session refused once the key is deleted", func() bool {
 			return status(base) == http.StatusSeeOther
 		})

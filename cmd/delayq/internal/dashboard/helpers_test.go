@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +20,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/cmd/delayq/internal/httpapi"
 	"github.com/delayq/delayq/internal/redistest"
+	"github.com/delayq/delayq/internal/testwait"
 )
 
 // site is delayq's API and dashboard on a redis-server of their own, as `delayq server` mounts
@@ -32,27 +31,9 @@ type site struct {
 	url    string
 	http   *http.Client
 	reg    *prometheus.Registry
-	log    *lockedBuffer
+	log    *testwait.Buffer
 	tokens []string
 	dash   *Dashboard
-}
-
-// lockedBuffer is a log sink the server writes to while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // newSite starts a site; edit changes the dashboard's Config.
@@ -61,7 +42,7 @@ func newSite(t testing.TB, edit func(*Config)) *site {
 	rdb := redistest.Standalone(t).Client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	logs := &lockedBuffer{}
+	logs := &testwait.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, nil))
 	c, err := delayq.New(ctx, rdb, delayq.Config{Logger: logger, Partitions: 4})
 	if err != nil {

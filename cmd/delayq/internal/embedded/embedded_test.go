@@ -1,14 +1,12 @@
 package embedded_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,7 +21,7 @@ import (
 func TestKillRestartsAndKeepsJobs(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
-	var logs syncBuffer
+	var logs testwait.Buffer
 	r := start(t, embedded.Config{
 		Dir:         t.TempDir(),
 		AppendFsync: "always", // every acknowledged write is on disk before the kill
@@ -272,22 +270,4 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
