@@ -11,9 +11,14 @@ import (
 
 // Core returns what delayq's own packages (package archive, package delayqtest, and the
 // server's HTTP API, dashboard and beanstalkd front end) use of c beyond its public API. It is
-// for them alone and outside delayq's compatibility promise: its argument's type is in an
-// internal package, so other modules cannot write one to call it.
-func (c *Client) Core(core.Key) core.Client[*Job] { return inside{c} }
+// for them alone and outside delayq's compatibility promise: the one key it accepts is in an
+// internal package, and it panics with any other.
+func (c *Client) Core(k core.Key) core.Client[*Job] {
+	if k != core.Pass {
+		panic("delayq: Client.Core is for delayq's own packages")
+	}
+	return inside{c}
+}
 
 // inside is c as package core sees it. beanstalkd.go holds its beanstalkd methods.
 type inside struct{ c *Client }

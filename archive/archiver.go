@@ -88,7 +88,7 @@ func NewArchiver(client *delayq.Client, pg *Store, cfg ArchiverConfig) (*Archive
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Archiver{client: client, st: client.Core(core.Key{}).Store(), pg: pg, cfg: cfg, log: cfg.Logger}, nil
+	return &Archiver{client: client, st: client.Core(core.Pass).Store(), pg: pg, cfg: cfg, log: cfg.Logger}, nil
 }
 
 func consumerName() string {
@@ -108,7 +108,7 @@ func Enable(ctx context.Context, client *delayq.Client, keep int64, failed bool)
 }
 
 func enable(ctx context.Context, client *delayq.Client, a store.ArchiveSetting, hold time.Duration) error {
-	in := client.Core(core.Key{})
+	in := client.Core(core.Pass)
 	if err := in.Store().WriteArchiveSetting(ctx, a, hold); err != nil {
 		return err
 	}

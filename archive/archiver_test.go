@@ -102,7 +102,7 @@ func TestArchiverKeepsBeanstalkdJobs(t *testing.T) {
 	body := []byte{0xff, 0xfe, 0, 'x'}
 	put := func(id string, pri uint32, delay time.Duration) {
 		t.Helper()
-		if err := c.Core(core.Key{}).EnqueueRanked(ctx, "tube", core.RankedJob{
+		if err := c.Core(core.Pass).EnqueueRanked(ctx, "tube", core.RankedJob{
 			ID: id, Body: body, Pri: pri, Delay: delay, TTR: long}); err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func TestArchiverKeepsBeanstalkdJobs(t *testing.T) {
 		switch j.ID {
 		case "00000000000000000003":
 			// Buried with a new priority, then deleted from the dead letters.
-			err = c.Core(core.Key{}).BuryRanked(ctx, core.Lease{Topic: j.Topic, ID: j.ID, Token: j.LeaseToken}, 3)
+			err = c.Core(core.Pass).BuryRanked(ctx, core.Lease{Topic: j.Topic, ID: j.ID, Token: j.LeaseToken}, 3)
 		default:
 			err = c.Ack(ctx, j.Lease())
 		}
@@ -202,7 +202,7 @@ func TestArchiversShareTheWorkAndTakeOverADeadOnesBatch(t *testing.T) {
 	}
 	ackAll(t, c, "t", "early", 50)
 	// An archiver that reads a batch and dies before writing it.
-	st := c.Core(core.Key{}).Store()
+	st := c.Core(core.Pass).Store()
 	got, err := st.ReadHistory(context.Background(), st.Partition("t", 0), "dies", 20, time.Hour)
 	if err != nil || len(got) != 20 {
 		t.Fatalf("the dying archiver read %d, %v", len(got), err)
@@ -281,7 +281,7 @@ func TestArchivingStopsWhenNoArchiverRuns(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- a.Run(runCtx) }()
-	testwait.For(t, 10*time.Second, "archiving on", func() bool { return c.Core(core.Key{}).Store().Archive() != 0 })
+	testwait.For(t, 10*time.Second, "archiving on", func() bool { return c.Core(core.Pass).Store().Archive() != 0 })
 	time.Sleep(time.Second) // past Hold: Run renewed it meanwhile
 	ackAll(t, c, "t", "while", 3)
 	waitRows(t, pg, "t", 3)
@@ -292,7 +292,7 @@ func TestArchivingStopsWhenNoArchiverRuns(t *testing.T) {
 	}
 	time.Sleep(400 * time.Millisecond) // past Hold, with no archiver
 	// What every Client does every 5 s.
-	if err := c.Core(core.Key{}).ReadArchiveSetting(ctx); err != nil {
+	if err := c.Core(core.Pass).ReadArchiveSetting(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// The stream may still hold the last batch, written but not yet deleted when Run stopped.
@@ -322,7 +322,7 @@ func TestArchiverPassesOverAPartitionItCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	ackAll(t, c, "t", "j", 20)
-	st := c.Core(core.Key{}).Store()
+	st := c.Core(core.Pass).Store()
 	key := st.Partition("t", 0).History() // the partition read first
 	if err := rdb.Del(ctx, key).Err(); err != nil {
 		t.Fatal(err)
@@ -398,7 +398,7 @@ func TestArchiverSkipsAnUnstorableEntry(t *testing.T) {
 	pg, _ := openStore(t, Options{})
 	runArchiver(t, c, pg, ArchiverConfig{})
 
-	st := c.Core(core.Key{}).Store()
+	st := c.Core(core.Pass).Store()
 	if _, err := c.Enqueue(ctx, "orders", delayq.Spec{ID: "model"}); err != nil {
 		t.Fatal(err)
 	}
@@ -651,7 +651,7 @@ func TestOutcomesTrimmedWhileBeingWrittenAreNotDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := runArchiver(t, c, pg, ArchiverConfig{Keep: 5})
-	history := c.Core(core.Key{}).Store().Partition("t", 0).History()
+	history := c.Core(core.Pass).Store().Partition("t", 0).History()
 	testwait.For(t, 10*time.Second, "the archiver reading the outcomes", func() bool {
 		p, err := rdb.XPending(ctx, history, "archivers").Result()
 		return err == nil && p.Count == 5
@@ -789,7 +789,7 @@ func TestArchiverStartedDuringARedisOutage(t *testing.T) {
 		t.Fatalf("Run gave up during the outage: %v", err)
 	case <-back:
 	}
-	testwait.For(t, 10*time.Second, "archiving on", func() bool { return c.Core(core.Key{}).Store().Archive() != 0 })
+	testwait.For(t, 10*time.Second, "archiving on", func() bool { return c.Core(core.Pass).Store().Archive() != 0 })
 	ackAll(t, c, "t", "j", 3)
 	waitRows(t, pg, "t", 3)
 }

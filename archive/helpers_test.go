@@ -122,7 +122,7 @@ func runArchiver(t *testing.T, c *delayq.Client, pg *Store, cfg ArchiverConfig) 
 	// Run turns archiving on; wait until the client's scripts are told, or the first outcomes
 	// would not be recorded (the setting is in Redis a moment before the client reads it).
 	testwait.For(t, 10*time.Second, "archiving on", func() bool {
-		return c.Core(core.Key{}).Store().Archive() != 0
+		return c.Core(core.Pass).Store().Archive() != 0
 	})
 	return a
 }

@@ -91,7 +91,7 @@ func settle(ctx context.Context, client *delayq.Client, job *delayq.Job, failure
 	}
 	res.Errors[job.ID] = failure
 	o := delayq.NackOptions{Error: failure.Error()}
-	o.Delay, o.Dead = client.Core(core.Key{}).Failure(failure)
+	o.Delay, o.Dead = client.Core(core.Pass).Failure(failure)
 	dead, err := client.Nack(ctx, job.Lease(), o)
 	switch {
 	case errors.Is(err, delayq.ErrLeaseLost):

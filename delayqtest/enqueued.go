@@ -87,7 +87,7 @@ func Enqueued(t testing.TB, client *delayq.Client, topic string) []delayq.Job {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	page := min(client.Core(core.Key{}).MaxPage(), 500)
+	page := min(client.Core(core.Pass).MaxPage(), 500)
 	var all []delayq.Job
 	for _, state := range []delayq.State{delayq.StateDelayed, delayq.StateReady, delayq.StateReserved, delayq.StateDead} {
 		for cursor := ""; ; {

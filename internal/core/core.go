@@ -12,13 +12,14 @@ import (
 	"github.com/delayq/delayq/internal/store"
 )
 
-// Key is the argument of delayq.Client.Core, which only the packages of module
-// github.com/delayq/delayq can write as Key{}: other modules cannot import internal/core, and
-// the blank field keeps them from passing an unnamed struct literal instead, since a struct
-// type with a non-exported field is identical to no struct type of another package. (A zero
-// Key made by a generic function whose type parameter is inferred from Core's signature still
-// reaches Core: a deliberate workaround, not an ordinary call.)
-type Key struct{ _ struct{} }
+// Key is the argument of delayq.Client.Core, which accepts one Key only: Pass. Only the
+// packages of delayq's modules can name Pass, since other modules cannot import internal/core;
+// a Key made any other way (a zero Key, say, from a generic function whose type parameter is
+// inferred from Core's signature) is refused.
+type Key struct{ pass *byte }
+
+// Pass is the Key of delayq's own packages.
+var Pass = Key{pass: new(byte)}
 
 // Client is a delayq.Client seen from inside the module.
 type Client[J any] interface {

@@ -98,7 +98,7 @@ func New(cfg Config) (*Dashboard, error) {
 		logins = access.NewLimiter()
 	}
 	d := &Dashboard{
-		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: newSessions(keyring, cfg.Client.Core(core.Key{}).Store()), logins: logins, readOnly: cfg.ReadOnly,
+		c: cfg.Client, redis: cfg.Redis, mode: cfg.RedisMode, auth: newSessions(keyring, cfg.Client.Core(core.Pass).Store()), logins: logins, readOnly: cfg.ReadOnly,
 		timeout: cfg.RequestTimeout, log: cfg.Logger, archive: cfg.Archive,
 		actions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "delayq", Name: "dashboard_actions_total",

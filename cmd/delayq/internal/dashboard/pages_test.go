@@ -128,7 +128,7 @@ func TestJobPageShowsEveryField(t *testing.T) {
 func TestJobPageShowsABeanstalkdPriority(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, nil)
-	if err := s.client.Core(core.Key{}).EnqueueRanked(context.Background(), "tube", core.RankedJob{
+	if err := s.client.Core(core.Pass).EnqueueRanked(context.Background(), "tube", core.RankedJob{
 		ID: "00000000000000000001", Body: []byte("x"), Pri: 4294967295, TTR: time.Minute,
 	}); err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func TestJobPageShowsABeanstalkdPriority(t *testing.T) {
 func TestJobPageShowsNoRetryLimitForABeanstalkdJob(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, nil)
-	if err := s.client.Core(core.Key{}).EnqueueRanked(context.Background(), "tube", core.RankedJob{
+	if err := s.client.Core(core.Pass).EnqueueRanked(context.Background(), "tube", core.RankedJob{
 		ID: "00000000000000000001", Body: []byte("x"), Pri: 10, TTR: time.Minute,
 	}); err != nil {
 		t.Fatal(err)

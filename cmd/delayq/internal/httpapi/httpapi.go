@@ -133,7 +133,7 @@ func New(cfg Config) (http.Handler, error) {
 		public:  cfg.MetricsPublic,
 		trace:   tracing.New(cfg.TracerProvider),
 		archive: cfg.Archive,
-		inline:  store.EndsCallsAtDeadline(cfg.Client.Core(core.Key{}).Store().Client()),
+		inline:  store.EndsCallsAtDeadline(cfg.Client.Core(core.Pass).Store().Client()),
 	}
 	a.readyInline = a.inline
 	if a.redis != nil {

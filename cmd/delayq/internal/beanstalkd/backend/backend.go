@@ -56,7 +56,7 @@ func New(c *delayq.Client, log *slog.Logger) *Backend {
 	if log == nil {
 		log = slog.Default()
 	}
-	in := c.Core(core.Key{})
+	in := c.Core(core.Pass)
 	b := &Backend{
 		c: c, inside: in, st: in.Store(), log: log,
 		sessions: map[proto.Session]map[uint64]held{},
