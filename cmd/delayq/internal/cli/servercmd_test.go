@@ -176,26 +176,6 @@ func TestCallbacksRefusedWithoutSecret(t *testing.T) {
 	wantErr(t, err, "invalid_argument")
 }
 
-func TestMetrics(t *testing.T) {
-	t.Parallel()
-	on := startServer(t, nil)
-	on.must(t, "enqueue", "m", "--body", "1")
-	body, status := httpGet(t, on.URL+"/metrics")
-	if status != 200 || !strings.Contains(body, "delayq_jobs_enqueued_total") || !strings.Contains(body, "go_goroutines") {
-		t.Errorf("/metrics: %d\n%.500s", status, body)
-	}
-	off := startServer(t, nil, "--metrics=false")
-	if _, status := httpGet(t, off.URL+"/metrics"); status != 404 {
-		t.Errorf("/metrics with --metrics=false: status %d, want 404", status)
-	}
-	if _, status := httpGet(t, off.URL+"/healthz"); status != 200 {
-		t.Errorf("/healthz: status %d", status)
-	}
-	if _, status := httpGet(t, off.URL+"/readyz"); status != 200 {
-		t.Errorf("/readyz: status %d", status)
-	}
-}
-
 // A server without tokens answers its loopback names and the names it is given, from
 // --allowed-host or $DELAYQ_ALLOWED_HOSTS, and refuses others naming the flag.
 func TestServerAnswersOnlyItsHostNames(t *testing.T) {
@@ -516,27 +496,4 @@ func TestServerServesHTTPS(t *testing.T) {
 	testwait.For(t, 15*time.Second, "the new certificate", func() bool {
 		return login().TLS.PeerCertificates[0].SerialNumber.Int64() == 2
 	})
-}
-
-// A server whose only tokens come from --auth-tokens-file is not open: like one with
-// --auth-token, it serves any Host, since its tokens protect it, and warns of no open server.
-func TestServerWithATokensFileIsNotOpen(t *testing.T) {
-	t.Parallel()
-	const reader = "reader-token-000000001"
-	path := writeFile(t, `{"tokens": [{"name": "on-call", "token": "`+reader+`", "role": "reader"}]}`)
-	s := startServer(t, nil, "--auth-tokens-file", path)
-	req, err := http.NewRequest("GET", s.URL+"/v1/topics", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Host = "queue.example"
-	req.Header.Set("Authorization", "Bearer "+reader)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /v1/topics with Host queue.example and a reader token: %d, want 200", resp.StatusCode)
-	}
 }

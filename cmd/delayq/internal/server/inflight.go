@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ func TestServerWarnsWhenOpenBeyondLoopback(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var logs bytes.Buffer
-		h, err := guard(serverConfig{listen: tt.listen, tokens: tt.tokens}, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil)))
+		h, err := guard(&Config{Listen: tt.listen, Tokens: tt.tokens}, http.NotFoundHandler(), slog.New(slog.NewTextHandler(&logs, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package cli
+package server
 
 import (
 	"fmt"
@@ -15,20 +15,20 @@ import (
 // tokens and listens beyond loopback: the Host check still applies there, so that a browser
 // on any machine that reaches it cannot be turned against it by a rebound name, but every
 // client that reaches it may read and change every job.
-func guard(cfg serverConfig, h http.Handler, log *slog.Logger) (http.Handler, error) {
-	if cfg.open() && !onLoopback(cfg.listen) {
+func guard(cfg *Config, h http.Handler, log *slog.Logger) (http.Handler, error) {
+	if cfg.open() && !onLoopback(cfg.Listen) {
 		log.Warn("this server has no API tokens and listens beyond loopback: every client that reaches it may read and change "+
 			"every job; give it tokens (--auth-token), or --listen 127.0.0.1:7070. Browsers stay held off: it answers only "+
-			"localhost, IP addresses, the --listen host and --allowed-host names (docs/security.md)", "listen", cfg.listen)
+			"localhost, IP addresses, the --listen host and --allowed-host names (docs/security.md)", "listen", cfg.Listen)
 	}
 	var public []string
-	if !cfg.open() && cfg.metricsPublic {
+	if !cfg.open() && cfg.MetricsPublic {
 		public = []string{"/metrics"} // served without a token: a rebound name must not read it
 	}
-	if !cfg.open() && !cfg.metricsPublic && len(cfg.allowedHosts) > 0 {
+	if !cfg.open() && !cfg.MetricsPublic && len(cfg.AllowedHosts) > 0 {
 		log.Warn("--allowed-host has no effect on a server with API tokens: it answers every Host, and the tokens protect it")
 	}
-	g, err := httpapi.NewGuard(httpapi.GuardConfig{CheckHost: cfg.open(), Listen: cfg.listen, AllowedHosts: cfg.allowedHosts, PublicPaths: public}, h)
+	g, err := httpapi.NewGuard(httpapi.GuardConfig{CheckHost: cfg.open(), Listen: cfg.Listen, AllowedHosts: cfg.AllowedHosts, PublicPaths: public}, h)
 	if err != nil {
 		return nil, fmt.Errorf("--allowed-host: %w", err)
 	}
