@@ -42,13 +42,14 @@ ensure-node:
 ensure-chromium:
 	@bash scripts/ensure-chromium.sh
 
-# Every package of the four modules of go.work: the library (.), archive, middleware and the
-# delayq command with its server and tools (cmd/delayq). The peer benchmark (cmd/delayq/bench/peers)
+# Every package of the three modules of go.work: the library (., with archive), middleware and
+# the delayq command with its server and tools (cmd/delayq). The peer benchmark (cmd/delayq/bench/peers)
 # is a module outside the workspace, so that asynq never becomes a requirement of delayq's.
-PACKAGES = ./... ./archive/... ./middleware/... ./cmd/delayq/...
+PACKAGES = ./... ./middleware/... ./cmd/delayq/...
 
 test: ensure-redis ensure-example-tools ensure-chromium ensure-promtool ensure-postgres ensure-beanstalkd ensure-node
 	$(GO) test -race -count=1 -timeout 15m $(PACKAGES)
+	cd cmd/delayq/bench/peers && $(GO) test -count=1 -short -timeout 5m ./...
 
 # The library's and the HTTP API's tests, with redis-server the only thing installed (tests
 # that need PostgreSQL skip themselves): the quick loop while working on the core.

@@ -9,7 +9,6 @@ replace github.com/delayq/delayq => ../..
 require (
 	github.com/beanstalkd/go-beanstalk v0.2.0
 	github.com/chromedp/chromedp v0.23.0
-	github.com/delayq/delayq/archive v0.0.0
 	github.com/delayq/delayq/middleware v0.0.0
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-json-experiment/json v1.27.2
@@ -82,7 +81,4 @@ require (
 	google.golang.org/grpc v1.84.0 // indirect
 )
 
-replace (
-	github.com/delayq/delayq/archive => ../../archive
-	github.com/delayq/delayq/middleware => ../../middleware
-)
+replace github.com/delayq/delayq/middleware => ../../middleware

@@ -12,7 +12,6 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/delayq/delayq/archive v0.0.0 // indirect
 	github.com/go-json-experiment/json v1.27.2 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -49,7 +48,6 @@ require (
 
 replace (
 	github.com/delayq/delayq => ../../../..
-	github.com/delayq/delayq/archive => ../../../../archive
 	github.com/delayq/delayq/cmd/delayq => ../..
 	github.com/delayq/delayq/middleware => ../../../../middleware
 )
