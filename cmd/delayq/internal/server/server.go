@@ -55,6 +55,9 @@ type Server struct {
 
 	mu      sync.Mutex
 	started closers
+	closed  bool          // Close or Serve's shutdown has released everything
+	unserve func()        // while Serve runs: asks it to shut down
+	served  chan struct{} // while Serve runs: closed once it has returned
 }
 
 // New validates cfg, opens Redis (starting the embedded redis-server when cfg names none)
@@ -149,9 +152,22 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // (the beanstalkd front end too) and finish requests in flight while webhook deliveries
 // finish (their leases released when cut short), all within the Config's ShutdownTimeout;
 // then close the delayq client, and stop the embedded Redis last. It returns nil after a
-// shutdown that ctx asked for. Serve closes ln and the Server; call it once.
+// shutdown that ctx or Close asked for. Serve closes ln and the Server; call it once, and
+// not after Close.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	defer s.Close()
+	s.mu.Lock()
+	if s.closed || s.served != nil {
+		s.mu.Unlock()
+		ln.Close()
+		return errors.New("server: Serve on a server closed or already serving")
+	}
+	ctx, unserve := context.WithCancel(ctx)
+	defer unserve()
+	returned := make(chan struct{})
+	defer close(returned)
+	s.unserve, s.served = unserve, returned
+	s.mu.Unlock()
+	defer s.release()
 	log, cfg := s.log, &s.cfg
 	bg := context.WithoutCancel(ctx)
 	tracked := newInflight(s.handler)
@@ -181,7 +197,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	sctx, cancel := context.WithTimeout(bg, cfg.ShutdownTimeout)
 	defer cancel()
 	shutdown(sctx, srv, tracked, cancelBase, s.stopPush, log)
-	_ = s.Close()
+	s.release()
 	log.Info("stopped")
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return fmt.Errorf("serving HTTP: %w", serveErr)
@@ -191,14 +207,32 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 
 // Close stops everything New started, last first: the beanstalkd front end, the scheduler,
 // webhook delivery, the archiver, the tokens file's reloads, the delayq client, Redis and the
-// embedded redis-server; then it flushes the last trace spans. Serve calls it at the end of
-// its shutdown; after that, or a second time, it does nothing. It returns nil: what fails to
-// stop is logged.
+// embedded redis-server; then it flushes the last trace spans. While Serve runs, Close makes
+// it shut down as when its ctx ends, and returns once it has. After that, or a second time,
+// it does nothing. It returns nil: what fails to stop is logged.
 func (s *Server) Close() error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.started.close()
+	unserve, served := s.unserve, s.served
+	s.mu.Unlock()
+	if served != nil {
+		unserve()
+		<-served
+	}
+	s.release()
 	return nil
+}
+
+// release stops everything New started, once: first the background work that follows the
+// server's life (the dashboard's charts read Redis), then the rest, last first.
+func (s *Server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	s.endLife()
+	s.started.close()
 }
 
 // closeRedis closes the Redis client and then stops the embedded redis-server, if any.

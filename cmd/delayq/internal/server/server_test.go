@@ -157,3 +157,73 @@ func TestServeStopsWhenItsContextEnds(t *testing.T) {
 		t.Error("the listener still accepts connections after Serve returned")
 	}
 }
+
+// Close while Serve runs shuts the server down as the end of Serve's context does, and returns
+// once Serve has: nothing keeps answering on a closed store.
+func TestCloseDuringServeShutsItDown(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Standalone(t)
+	cfg := server.DefaultConfig()
+	cfg.RedisURL = "redis://" + rs.Addr
+	var logs testwait.Buffer
+	s, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), ln) }()
+	testwait.For(t, 10*time.Second, `the "listening on" line`, func() bool {
+		return strings.Contains(logs.String(), "listening on "+ln.Addr().String())
+	})
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// Close returns once Serve's shutdown is over: the listener is closed and the last line
+	// logged by then.
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("the listener still accepts connections after Close")
+	}
+	if !strings.Contains(logs.String(), "stopped") {
+		t.Errorf("no \"stopped\" line in the logs when Close returned:\n%s", logs.String())
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve returned %v after Close, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after Close")
+	}
+}
+
+// Serve on a closed server refuses at once and closes the listener, instead of serving a
+// store that is gone.
+func TestServeAfterCloseRefuses(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Standalone(t)
+	cfg := server.DefaultConfig()
+	cfg.RedisURL = "redis://" + rs.Addr
+	s, err := server.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Serve(ctx, ln); err == nil {
+		t.Fatal("Serve on a closed server returned nil")
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("the listener still accepts connections")
+	}
+}
