@@ -126,13 +126,16 @@ func (h *Hub) UnlistenLeases(l *Leases, topic string, parts []int, channels []st
 		}
 		if len(kept) == 0 {
 			delete(h.targets, ch)
-			delete(h.confirmed, ch)
 			idle = append(idle, ch)
 			continue
 		}
 		h.targets[ch] = kept
 	}
 	if len(idle) > 0 && h.shared != nil {
+		// On a Cluster the subscriptions stay, and stay confirmed.
+		for _, ch := range idle {
+			delete(h.confirmed, ch)
+		}
 		// The subscription subscribes what is missing again when it reconnects, so a failure
 		// here leaves a channel heard by nobody until then.
 		_ = h.shared.SUnsubscribe(context.Background(), idle...)
@@ -341,7 +344,9 @@ func (h *Hub) receive(ps *redis.PubSub) {
 				return
 			case <-time.After(100 * time.Millisecond):
 			}
-			// Notices may have been lost while the connection was down.
+			// Notices may have been lost while the connection was down, and no channel is
+			// subscribed until the subscription's confirmations come again.
+			h.unconfirmAll()
 			h.recheckAll()
 			continue
 		}
@@ -356,6 +361,22 @@ func (h *Hub) receive(ps *redis.PubSub) {
 			}
 		case *redis.Message:
 			h.deliver(m.Channel, m.Payload)
+		}
+	}
+}
+
+// unconfirmAll forgets every confirmation, the shared subscription's connection having broken.
+func (h *Hub) unconfirmAll() {
+	h.mu.Lock()
+	clear(h.confirmed)
+	var all []target
+	for _, ts := range h.targets {
+		all = append(all, ts...)
+	}
+	h.mu.Unlock()
+	for _, tg := range all {
+		if tg.t != nil && tg.p >= 0 {
+			tg.t.unsubscribed(tg.p)
 		}
 	}
 }

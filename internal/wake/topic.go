@@ -204,6 +204,16 @@ func (t *Topic) subscribed(p int) {
 	t.broadcast()
 }
 
+// unsubscribed records that the subscription to partition p's channel is gone until Redis
+// confirms it again.
+func (t *Topic) unsubscribed(p int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p < t.n {
+		t.heard[p] = false
+	}
+}
+
 func (t *Topic) recheck(p int) {
 	t.next[p] = time.Time{}
 	t.notices[p]++
