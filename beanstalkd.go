@@ -9,7 +9,7 @@ import (
 	"github.com/delayq/delayq/internal/tracing"
 )
 
-// The beanstalkd front end (internal/beanstalkd, docs/beanstalkd.md) stores ordinary jobs with
+// The beanstalkd front end (cmd/delayq/internal/beanstalkd, docs/beanstalkd.md) stores ordinary jobs with
 // beanstalkd's semantics, which the public API does not offer: a 32-bit priority that ranks a
 // job, most urgent first and then by id, among the due jobs; no retry limit and no backoff (a
 // job whose TTR passes is ready again at once); TTRs and delays up to 2^32-1 s, beyond

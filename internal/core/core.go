@@ -12,10 +12,11 @@ import (
 	"github.com/delayq/delayq/internal/store"
 )
 
-// Key is the argument of delayq.Client.Core, which accepts one Key only: Pass. Only the
-// packages of delayq's modules can name Pass, since other modules cannot import internal/core;
-// a Key made any other way (a zero Key, say, from a generic function whose type parameter is
-// inferred from Core's signature) is refused.
+// Key is the argument of delayq.Client.Core, which accepts one Key only: Pass. Only code
+// whose import path lies under github.com/delayq/delayq may import internal/core and name
+// Pass, which keeps every ordinary program out (one that names itself inside delayq's path, or
+// reads Pass with unsafe, is past any promise); a Key made any other way (a zero Key, say,
+// from a generic function whose type parameter is inferred from Core's signature) is refused.
 type Key struct{ pass *byte }
 
 // Pass is the Key of delayq's own packages.

@@ -154,7 +154,7 @@ func (s Schedule) Call(id string) string { return s.prefix + "call:" + id }
 // is always listed; a name whose state is gone is passed over.
 func Schedules(ns string) string { return ns + ":schedules" }
 
-// Beanstalkd names the keys of the beanstalkd front end (internal/beanstalkd), all under one
+// Beanstalkd names the keys of the beanstalkd front end (cmd/delayq/internal/beanstalkd), all under one
 // hash tag so that a script can issue an id and index it at once.
 type Beanstalkd struct {
 	prefix string // "<namespace>:{beanstalkd}:"

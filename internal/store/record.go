@@ -17,7 +17,7 @@ const (
 
 // RankBase marks a beanstalkd priority: a stored priority of RankBase + pri (pri from 0 to
 // 2^32-1, most urgent first) ranks a job by pri alone among the due jobs, then by id, as
-// beanstalkd does (see ready_score in scripts/lib.lua). Only internal/beanstalkd stores one.
+// beanstalkd does (see ready_score in scripts/lib.lua). Only the beanstalkd front end (cmd/delayq/internal/beanstalkd) stores one.
 const RankBase = 1 << 40
 
 // Record is a job as a script returns it (lib.lua's reply), times in Unix ms.

@@ -9,7 +9,7 @@
 // by their process ids. It writes a markdown report to stdout and, with -write, into the
 // section of BENCHMARKS.md between its marker comments.
 //
-//	go run ./bench/beanstalkd -n 20000 -runs 3 -write BENCHMARKS.md
+//	go run ./cmd/delayq/bench/beanstalkd -n 20000 -runs 3 -write BENCHMARKS.md
 package main
 
 import (
@@ -61,7 +61,7 @@ func main() {
 }
 
 func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench/beanstalkd:", err)
+	fmt.Fprintln(os.Stderr, "beanstalkd bench:", err)
 	os.Exit(1)
 }
 

@@ -7,7 +7,7 @@
 // difference of the two totals, divided by the calls, is the cost of one call, from reading its
 // request to writing its reply. Needs valgrind and redis-server on PATH.
 //
-//	go run ./bench/scriptcost [-calls 2000]
+//	go run ./cmd/delayq/bench/scriptcost [-calls 2000]
 package main
 
 import (

@@ -228,7 +228,7 @@ func TestThousandsOfIdleConnections(t *testing.T) {
 
 // BenchmarkPutReserveDelete runs one job's life over one connection to a server on the delayq
 // Backend: put, reserve, delete, each waiting for its reply (go test -bench PutReserveDelete
-// -cpuprofile cpu.out ./internal/beanstalkd/ shows where the time goes).
+// -cpuprofile cpu.out ./cmd/delayq/internal/beanstalkd/ shows where the time goes).
 func BenchmarkPutReserveDelete(b *testing.B) {
 	c, err := beanstalk.Dial("tcp", startServer(b, Config{Backend: newDelayqBackend(b)}))
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 
 // The page benchmarks time the handlers alone (no network), against a real redis-server:
 //
-//	go test -run '^$' -bench Page -benchtime 20x ./internal/dashboard/
+//	go test -run '^$' -bench Page -benchtime 20x ./cmd/delayq/internal/dashboard/
 //
 // DELAYQ_BENCH_JOBS sets the jobs of the big topic (default 100,000; half of them delayed, half
 // due), DELAYQ_BENCH_TOPICS the topics of the overview (default 1,000). Besides its time, each

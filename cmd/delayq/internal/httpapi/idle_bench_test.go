@@ -17,7 +17,7 @@ import (
 // ends, and the benchmark reports the server's commands per second (commands inside scripts
 // included) over a 10 s window, in all and per topic partition. Run it with
 //
-//	go test -run '^$' -bench IdleLongPolls -benchtime 1x ./internal/httpapi
+//	go test -run '^$' -bench IdleLongPolls -benchtime 1x ./cmd/delayq/internal/httpapi
 func BenchmarkIdleLongPolls(b *testing.B) {
 	for _, consumers := range []int{100, 1000} {
 		b.Run(fmt.Sprintf("consumers=%d", consumers), func(b *testing.B) {

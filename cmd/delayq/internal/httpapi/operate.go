@@ -21,7 +21,7 @@ var openAPIDoc []byte
 const readyTimeout = time.Second
 
 // rootPage is served at / by the API handler alone; delayq server mounts the dashboard
-// (internal/dashboard) over it. With tokens set, it links only to
+// (cmd/delayq/internal/dashboard) over it. With tokens set, it links only to
 // what a browser can open without one, and says how to send a token to the rest.
 var rootPage = template.Must(template.New("root").Parse(`<!doctype html>
 <html lang="en">

@@ -42,8 +42,8 @@ var targetLabels = []string{"job", "instance"}
 // _bucket (with le), _sum and _count.
 type exposed map[string][]string
 
-// exposedSeries gathers the registry delayq server builds (internal/cli, newAPI and
-// mountDashboard: Go and process collectors, package metrics, the HTTP API's collector of
+// exposedSeries gathers the registry delayq server builds (internal/server: New and
+// newAPI: Go and process collectors, package metrics, the HTTP API's collector of
 // per-topic gauges, the web dashboard's counter), after every vector in it has a series, and
 // adds the series of middleware.Metrics, which Go programs' Workers export.
 func exposedSeries(t *testing.T) exposed {
