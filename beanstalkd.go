@@ -50,10 +50,10 @@ func (in inside) ReserveJob(ctx context.Context, topic, id string) (*Job, error)
 	return jobFromRecord(topic, r), nil
 }
 
-func (in inside) ReleaseRanked(ctx context.Context, l core.Lease, pri uint32, delay time.Duration) error {
+func (in inside) ReleaseRanked(ctx context.Context, l core.Lease, pri uint32, delay time.Duration) (bool, error) {
 	p, err := in.c.existing(ctx, l.Topic, l.ID)
 	if err != nil {
-		return err
+		return false, err
 	}
 	return in.c.store.ReleaseLater(ctx, p, l.ID, l.Token, ceilMs(delay), store.RankBase+int(pri))
 }

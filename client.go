@@ -30,6 +30,7 @@ type Limits struct {
 	MinTTR     time.Duration // Defaults to 100ms.
 	MaxTTR     time.Duration // Defaults to 24h.
 	MaxRetries int           // Defaults to 1000.
+	MaxSnoozes int           // Bounds Spec.MaxSnoozes. Defaults to 1000000.
 	MaxBatch   int           // Defaults to 1000 jobs.
 	MaxReserve int           // Defaults to 1000 jobs.
 	// MaxReserveBytes bounds ReserveOptions.MaxBytes: a reply is built in memory. Defaults to
@@ -60,6 +61,7 @@ func (l *Limits) setDefaults() {
 	setD(&l.MinTTR, 100*time.Millisecond)
 	setD(&l.MaxTTR, 24*time.Hour)
 	set(&l.MaxRetries, 1000)
+	set(&l.MaxSnoozes, 1_000_000)
 	set(&l.MaxBatch, 1000)
 	set(&l.MaxReserve, 1000)
 	if l.MaxReserveBytes == 0 {

@@ -564,19 +564,55 @@ func (c *Client) Touch(ctx context.Context, l Lease, ttr time.Duration) (time.Ti
 	return time.UnixMilli(deadline).UTC(), nil
 }
 
-// Release gives a lease back unfinished: the job is due again at once and the attempt does not
-// count. Workers use it when they shut down.
-func (c *Client) Release(ctx context.Context, l Lease) (err error) {
-	ctx, span := c.settleSpan(ctx, tracing.Release, l)
-	defer func() { tracing.End(span, err) }()
-	p, err := c.existing(ctx, l.Topic, l.ID)
-	if err != nil {
-		return err
-	}
-	return c.store.Release(ctx, p, l.ID, l.Token)
+// ReleaseOptions say when a released job is due again. The zero value releases it due at once.
+type ReleaseOptions struct {
+	// Delay, when set, makes the job due this long after the release.
+	Delay *time.Duration
+	// RunAt, when set instead of Delay, makes the job due then; a past time means due now.
+	RunAt time.Time
 }
 
-// deadKey is the attribute of a nack span that says whether the job went dead.
+// snooze reports whether a release with o is a snooze: one that asks for a time.
+func (o ReleaseOptions) snooze() bool { return o.Delay != nil || !o.RunAt.IsZero() }
+
+// Release gives a lease back unfinished without counting the attempt. With no delay and no
+// RunAt the job is due again at once, as a Worker shutting down leaves its jobs. With either,
+// the release is a snooze, the consumer's choice to put the job back for later: the job counts
+// one more Snoozes, and when that passes its MaxSnoozes it goes to the dead letters instead,
+// with a LastError that says so. Release reports whether it did. A stale lease is ErrLeaseLost;
+// releasing a lease again answers as the first release did.
+func (c *Client) Release(ctx context.Context, l Lease, o ReleaseOptions) (dead bool, err error) {
+	var delayMs, runAtMs int64
+	if o.Delay != nil {
+		if !o.RunAt.IsZero() {
+			return false, invalid("run_at", "give a delay or a run_at, not both")
+		}
+		if *o.Delay < 0 || *o.Delay > c.cfg.Limits.MaxDelay {
+			return false, invalid("delay", "%s is outside 0 to %s", ms(*o.Delay), ms(c.cfg.Limits.MaxDelay))
+		}
+		delayMs = ceilMs(*o.Delay)
+	}
+	if !o.RunAt.IsZero() {
+		if time.Until(o.RunAt) > c.cfg.Limits.MaxDelay {
+			return false, invalid("run_at", "%s is more than %s ahead", o.RunAt.Format(time.RFC3339Nano), ms(c.cfg.Limits.MaxDelay))
+		}
+		if runAtMs = ceilUnixMs(o.RunAt); runAtMs <= 0 {
+			return false, invalid("run_at", "%s is not after 1970-01-01", o.RunAt.Format(time.RFC3339Nano))
+		}
+	}
+	ctx, span := c.settleSpan(ctx, tracing.Release, l)
+	defer func() {
+		tracing.Set(span, deadKey.Bool(dead))
+		tracing.End(span, err)
+	}()
+	p, err := c.existing(ctx, l.Topic, l.ID)
+	if err != nil {
+		return false, err
+	}
+	return c.store.Release(ctx, p, l.ID, l.Token, delayMs, runAtMs, o.snooze())
+}
+
+// deadKey is the attribute of a nack or release span that says whether the job went dead.
 const deadKey = attribute.Key("delayq.job.dead")
 
 // settleSpan starts the span of an ack, nack or release of l.

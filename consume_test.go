@@ -172,7 +172,10 @@ func TestStaleLeaseIsRefused(t *testing.T) {
 			return err
 		},
 		func(l string) error { _, err := c.Touch(ctx, Lease{Topic: "t", ID: "a", Token: l}, 0); return err },
-		func(l string) error { return c.Release(ctx, Lease{Topic: "t", ID: "a", Token: l}) },
+		func(l string) error {
+			_, err := c.Release(ctx, Lease{Topic: "t", ID: "a", Token: l}, ReleaseOptions{})
+			return err
+		},
 	} {
 		if err := op(first.LeaseToken); !errors.Is(err, ErrLeaseLost) {
 			t.Errorf("the old lease was accepted: %v", err)
@@ -371,12 +374,82 @@ func TestReleaseMakesDueAtOnceWithoutCountingTheAttempt(t *testing.T) {
 	ctx := testContext(t)
 	mustEnqueue(t, c, "t", Spec{ID: "a"})
 	j := reserveOne(t, c, "t", 0)
-	if err := c.Release(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}); err != nil {
+	if _, err := c.Release(ctx, Lease{Topic: "t", ID: "a", Token: j.LeaseToken}, ReleaseOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	again := reserveOne(t, c, "t", 0)
 	if again.Attempts != 1 {
 		t.Errorf("Attempts after a release = %d, want 1", again.Attempts)
+	}
+}
+
+// Release with a delay or a run_at is a snooze: the job comes back then with the same attempts
+// and one more snooze, in whichever partition it lives; past MaxSnoozes it goes dead instead.
+func TestReleaseWithADelaySnoozes(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{Partitions: 4})
+	ctx := testContext(t)
+	ids := []string{"a", "b", "c", "d", "e", "f"}
+	for _, id := range ids {
+		if j := mustEnqueue(t, c, "t", Spec{ID: id, MaxSnoozes: 1}); j.MaxSnoozes != 1 || j.Snoozes != 0 {
+			t.Fatalf("enqueued %s: max snoozes %d, snoozes %d; want 1 and 0", id, j.MaxSnoozes, j.Snoozes)
+		}
+	}
+	jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: len(ids)})
+	if err != nil || len(jobs) != len(ids) {
+		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
+	}
+	hour := time.Hour
+	for i, j := range jobs {
+		o := ReleaseOptions{Delay: &hour}
+		if i%2 == 1 {
+			o = ReleaseOptions{RunAt: j.LeasedAt.Add(hour)}
+		}
+		if dead, err := c.Release(ctx, j.Lease(), o); err != nil || dead {
+			t.Fatalf("release %s: dead %v, %v", j.ID, dead, err)
+		}
+		g, err := c.Get(ctx, "t", j.ID)
+		if err != nil || g.State != StateDelayed || g.Snoozes != 1 || g.Attempts != 0 || g.RunAt.Sub(j.LeasedAt) < hour {
+			t.Fatalf("released %s: %+v, %v; want delayed an hour, 1 snooze, no attempt", j.ID, g, err)
+		}
+	}
+	if got, _ := c.Reserve(ctx, "t", ReserveOptions{Max: len(ids)}); len(got) != 0 {
+		t.Fatalf("%d snoozed jobs came back before their time", len(got))
+	}
+	advance(c, hour+time.Second)
+	again, err := c.Reserve(ctx, "t", ReserveOptions{Max: len(ids)})
+	if err != nil || len(again) != len(ids) {
+		t.Fatalf("after the hour: %d jobs, %v; want all %d", len(again), err, len(ids))
+	}
+	for _, j := range again {
+		if j.Attempts != 1 || j.Snoozes != 1 {
+			t.Errorf("%s back: attempts %d, snoozes %d; want 1 and 1", j.ID, j.Attempts, j.Snoozes)
+		}
+		dead, err := c.Release(ctx, j.Lease(), ReleaseOptions{Delay: &hour})
+		if err != nil || !dead {
+			t.Fatalf("second snooze of %s with MaxSnoozes 1: dead %v, %v; want dead", j.ID, dead, err)
+		}
+		g, _ := c.Get(ctx, "t", j.ID)
+		if g.State != StateDead || g.LastError != "snoozed more than max_snoozes (1) times" {
+			t.Errorf("%s: state %s, last error %q; want dead with the reason", j.ID, g.State, g.LastError)
+		}
+	}
+}
+
+func TestReleaseRefusesADelayAndARunAt(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "a"})
+	j := reserveOne(t, c, "t", 0)
+	d := time.Second
+	var inv *InvalidError
+	if _, err := c.Release(ctx, j.Lease(), ReleaseOptions{Delay: &d, RunAt: time.Now()}); !errors.As(err, &inv) || inv.Field != "run_at" {
+		t.Fatalf("a delay and a run_at: %v; want an InvalidError on run_at", err)
+	}
+	neg := -time.Second
+	if _, err := c.Release(ctx, j.Lease(), ReleaseOptions{Delay: &neg}); !errors.As(err, &inv) || inv.Field != "delay" {
+		t.Fatalf("a negative delay: %v; want an InvalidError on delay", err)
 	}
 }
 
@@ -530,7 +603,7 @@ func TestReserveOrder(t *testing.T) {
 		}
 		checkRanked(t, jobs, 6)
 		for _, j := range jobs {
-			if err := c.Release(ctx, j.Lease()); err != nil {
+			if _, err := c.Release(ctx, j.Lease(), ReleaseOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}

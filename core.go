@@ -37,6 +37,15 @@ func (in inside) ClockOffset() time.Duration {
 
 func (in inside) MaxPage() int { return in.c.cfg.Limits.MaxReserve }
 
+// Snoozed reads a handler's error as Worker.finish does.
+func (inside) Snoozed(err error) (time.Duration, bool) {
+	var he *handlerError
+	if errors.As(err, &he) && he.snooze {
+		return *he.delay, true
+	}
+	return 0, false
+}
+
 // Failure reads a handler's error as Worker.finish does.
 func (inside) Failure(err error) (*time.Duration, bool) {
 	var he *handlerError

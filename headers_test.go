@@ -92,7 +92,7 @@ func TestHeadersKeptThroughALife(t *testing.T) {
 	}
 	get("nack")
 	j = reserveOne(t, c, "hdr", time.Second)
-	if err := c.Release(ctx, j.Lease()); err != nil {
+	if _, err := c.Release(ctx, j.Lease(), ReleaseOptions{}); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	get("release")
@@ -232,7 +232,7 @@ func TestHeadersSurviveRewrites(t *testing.T) {
 		}
 		get("nack")
 		j = reserveOne(t, c, topic, time.Second)
-		if err := c.Release(ctx, j.Lease()); err != nil {
+		if _, err := c.Release(ctx, j.Lease(), ReleaseOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		get("release")

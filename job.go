@@ -59,15 +59,19 @@ const MaxPriority = 1000
 
 // Job is a job as stored.
 type Job struct {
-	Topic         string
-	ID            string
-	State         State
-	Body          []byte
-	Format        Format
-	RunAt         time.Time
-	CreatedAt     time.Time
-	Attempts      int // deliveries so far
-	MaxRetries    int
+	Topic      string
+	ID         string
+	State      State
+	Body       []byte
+	Format     Format
+	RunAt      time.Time
+	CreatedAt  time.Time
+	Attempts   int // deliveries so far
+	MaxRetries int
+	// Snoozes counts the times a consumer put the job back for later (Snooze, Client.Release
+	// with a delay), which count no attempt; MaxSnoozes is its limit, 0 for none.
+	Snoozes       int
+	MaxSnoozes    int
 	TTR           time.Duration
 	Backoff       []time.Duration // nil when the job uses DefaultBackoff
 	Priority      int
@@ -121,6 +125,8 @@ func jobFromRecord(topic string, r store.Record) *Job {
 		CreatedAt:   time.UnixMilli(r.CreatedMs).UTC(),
 		Attempts:    r.Attempts,
 		MaxRetries:  r.MaxRetries,
+		Snoozes:     r.Snoozes,
+		MaxSnoozes:  r.MaxSnoozes,
 		TTR:         time.Duration(r.TTRMs) * time.Millisecond,
 		Priority:    r.Priority,
 		CallbackURL: r.Callback,

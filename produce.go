@@ -158,6 +158,7 @@ func newJob(topic string, j store.NewJob, createdMs, runAtMs int64) *Job {
 		ID: j.ID, State: store.StateDelayed, Format: j.Format, Priority: j.Priority,
 		CreatedMs: createdMs, RunAtMs: runAtMs, MaxRetries: j.MaxRetries, TTRMs: j.TTRMs,
 		Body: j.Body, BackoffMs: j.BackoffMs, Callback: j.Callback, Headers: j.Headers,
+		MaxSnoozes: j.MaxSnoozes,
 	}
 	if runAtMs <= createdMs {
 		r.State = store.StateReady

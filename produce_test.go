@@ -164,6 +164,8 @@ func TestEnqueueValidation(t *testing.T) {
 		{"negative retries", "t", Spec{MaxRetries: -1}, "max_retries"},
 		{"retries and no retries", "t", Spec{MaxRetries: 2, NoRetries: true}, "max_retries"},
 		{"too many retries", "t", Spec{MaxRetries: 1001}, "max_retries"},
+		{"negative snoozes", "t", Spec{MaxSnoozes: -1}, "max_snoozes"},
+		{"too many snoozes", "t", Spec{MaxSnoozes: 1_000_001}, "max_snoozes"},
 		{"empty backoff", "t", Spec{Backoff: []time.Duration{}}, "backoff"},
 		{"negative backoff", "t", Spec{Backoff: []time.Duration{time.Second, -1}}, "backoff[1]"},
 		{"priority too high", "t", Spec{Priority: 1001}, "priority"},

@@ -306,6 +306,7 @@ type scheduleRecord struct {
 	Format      int     `json:"format,omitempty"`
 	TTRMs       int64   `json:"ttr_ms"`
 	MaxRetries  int     `json:"max_retries"`
+	MaxSnoozes  int     `json:"max_snoozes,omitempty"`
 	BackoffMs   []int64 `json:"backoff_ms,omitempty"`
 	Priority    int     `json:"priority,omitempty"`
 	CallbackURL string  `json:"callback_url,omitempty"`
@@ -317,8 +318,8 @@ func newScheduleRecord(s ScheduleSpec, job store.NewJob) scheduleRecord {
 	r := scheduleRecord{
 		Cron: s.Cron, TimeZone: s.TimeZone, Topic: s.Topic, Missed: string(s.Missed),
 		Body: job.Body, Format: job.Format, TTRMs: job.TTRMs, MaxRetries: job.MaxRetries,
-		BackoffMs: job.BackoffMs, Priority: job.Priority, CallbackURL: job.Callback,
-		Headers: job.Headers,
+		MaxSnoozes: job.MaxSnoozes, BackoffMs: job.BackoffMs, Priority: job.Priority,
+		CallbackURL: job.Callback, Headers: job.Headers,
 	}
 	if !s.StartAt.IsZero() {
 		r.StartAtMs = ceilSecond(s.StartAt).UnixMilli()
@@ -334,13 +335,14 @@ func (r scheduleRecord) spec() (ScheduleSpec, store.NewJob) {
 	job := store.NewJob{
 		Format: r.Format, Priority: r.Priority, MaxRetries: r.MaxRetries, TTRMs: r.TTRMs,
 		Body: r.Body, BackoffMs: r.BackoffMs, Callback: r.CallbackURL, Headers: r.Headers,
+		MaxSnoozes: r.MaxSnoozes,
 	}
 	s := ScheduleSpec{
 		Cron: r.Cron, TimeZone: r.TimeZone, Topic: r.Topic, Missed: MissedPolicy(r.Missed),
 		Job: Spec{
 			Body: r.Body, Format: Format(r.Format), TTR: time.Duration(r.TTRMs) * time.Millisecond,
-			MaxRetries: r.MaxRetries, NoRetries: r.MaxRetries == 0, Priority: r.Priority,
-			CallbackURL: r.CallbackURL, Headers: r.Headers,
+			MaxRetries: r.MaxRetries, NoRetries: r.MaxRetries == 0, MaxSnoozes: r.MaxSnoozes,
+			Priority: r.Priority, CallbackURL: r.CallbackURL, Headers: r.Headers,
 		},
 	}
 	if s.Missed == "" {

@@ -39,6 +39,24 @@ func (d *deliveries) byID() map[string]int {
 	return out
 }
 
+// A schedule's job template keeps its snooze limit, and its ticks' jobs have it.
+func TestScheduleKeepsMaxSnoozes(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustPutSchedule(t, c, "snoozy", ScheduleSpec{Cron: "@every 1s", Topic: "t", Job: Spec{MaxSnoozes: 3}})
+	got, err := c.GetSchedule(ctx, "snoozy")
+	if err != nil || got.Spec.Job.MaxSnoozes != 3 {
+		t.Fatalf("stored template: %+v, %v; want MaxSnoozes 3", got, err)
+	}
+	look(t, c) // enqueues the ticks within the look-ahead
+	tk := got.NextRuns[0]
+	j, err := c.Get(ctx, "t", TickID("snoozy", tk))
+	if err != nil || j.MaxSnoozes != 3 {
+		t.Fatalf("the job of the tick at %v: %+v, %v; want MaxSnoozes 3", tk, j, err)
+	}
+}
+
 func TestScheduleLifecycle(t *testing.T) {
 	t.Parallel()
 	c, _ := newTestClient(t, Config{})

@@ -30,6 +30,10 @@ type Spec struct {
 	// NoRetries sends the job to the dead letters after its first failed attempt. MaxRetries
 	// must then be zero.
 	NoRetries bool
+	// MaxSnoozes is how many times a consumer may put the job back for later (Snooze,
+	// Client.Release with a delay) before the next snooze sends it to the dead letters
+	// instead, with a LastError that says so. Zero means no limit; at most Limits.MaxSnoozes.
+	MaxSnoozes int
 	// Backoff is the delay before each retry; nil means DefaultBackoff().
 	Backoff []time.Duration
 	// Priority orders due jobs: higher goes first, then earlier due time. Within ±MaxPriority.
@@ -113,6 +117,10 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 	case s.MaxRetries > 0:
 		j.MaxRetries = s.MaxRetries
 	}
+	if s.MaxSnoozes < 0 || s.MaxSnoozes > l.MaxSnoozes {
+		return j, invalid("max_snoozes", "%d is outside 0 to %d", s.MaxSnoozes, l.MaxSnoozes)
+	}
+	j.MaxSnoozes = s.MaxSnoozes
 	var err error
 	if j.BackoffMs, err = l.backoffMs(s.Backoff); err != nil {
 		return j, err

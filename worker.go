@@ -20,8 +20,9 @@ import (
 )
 
 // Handler processes one job. Returning nil acks it; an error nacks it, to be retried after its
-// backoff step (see RetryIn and DeadLetter to choose otherwise). ctx ends when the Worker is
-// stopped by force or when the job's lease is lost.
+// backoff step (see RetryIn and DeadLetter to choose otherwise, and Snooze to put the job back
+// without a failure). ctx ends when the Worker is stopped by force or when the job's lease is
+// lost.
 type Handler func(ctx context.Context, job *Job) error
 
 // Middleware wraps a Handler: it may act before and after it, give it another context, or
@@ -35,10 +36,19 @@ func RetryIn(d time.Duration, err error) error { return &handlerError{err: err, 
 // DeadLetter returns an error that sends a Handler's job to the dead letters at once.
 func DeadLetter(err error) error { return &handlerError{err: err, dead: true} }
 
+// Snooze returns an error that puts a Handler's job back, due again after d, without counting
+// the attempt: the job is not done and has not failed (a rate-limited downstream, say). The
+// Worker releases the lease with that delay, as Client.Release does; the job counts one more
+// Snoozes, and a job past its Spec.MaxSnoozes goes to the dead letters instead.
+func Snooze(d time.Duration) error {
+	return &handlerError{err: fmt.Errorf("snoozed for %s", d), delay: &d, snooze: true}
+}
+
 type handlerError struct {
-	err   error
-	delay *time.Duration
-	dead  bool
+	err    error
+	delay  *time.Duration
+	dead   bool
+	snooze bool
 }
 
 func (e *handlerError) Error() string { return fmt.Sprint(e.err) }
@@ -243,7 +253,8 @@ func (w *Worker) Stop(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	for _, job := range cut {
-		if err := w.c.Release(rctx, job.Lease()); err != nil && !errors.Is(err, ErrLeaseLost) {
+		// A release at shutdown is not the handler's choice: no delay, so no snooze.
+		if _, err := w.c.Release(rctx, job.Lease(), ReleaseOptions{}); err != nil && !errors.Is(err, ErrLeaseLost) {
 			w.log.Error("delayq: releasing a job at shutdown", "topic", job.Topic, "id", job.ID, "err", err)
 		}
 	}
@@ -377,8 +388,9 @@ func (w *Worker) startSpan(ctx context.Context, job *Job) (context.Context, trac
 	return w.c.trace.StartJob(ctx, op, job.Topic, job.ID, job.Attempts, job.Headers, w.cfg.LinkTraces)
 }
 
-// outcomeKey is the attribute of a delivery span that says how the delivery ended: ack, retry
-// or dead (as the handler asked; Nack decides by the job's retries left).
+// outcomeKey is the attribute of a delivery span that says how the delivery ended: ack, nack,
+// dead or snooze (as the handler asked; Nack and Release decide by the job's retries and snoozes
+// left).
 const outcomeKey = attribute.Key("delayq.outcome")
 
 // endSpan ends a delivery's span after its handler returned err.
@@ -388,6 +400,8 @@ func endSpan(span trace.Span, err error) {
 	switch {
 	case errors.As(err, &he) && he.dead:
 		outcome = "dead"
+	case he != nil && he.snooze:
+		outcome = "snooze"
 	case err != nil:
 		outcome = "nack"
 	}

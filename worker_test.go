@@ -235,6 +235,67 @@ func TestWorkerStopCutShortReleasesJobs(t *testing.T) {
 		if j.Attempts != 1 {
 			t.Errorf("job %s attempts %d, want 1: a release does not count", j.ID, j.Attempts)
 		}
+		if j.Snoozes != 0 {
+			t.Errorf("job %s snoozes %d, want 0: a release at shutdown is not the handler's snooze", j.ID, j.Snoozes)
+		}
+	}
+}
+
+// A handler that returns Snooze(d) gets its job back after d, with the same attempt count and
+// one more snooze each time.
+func TestWorkerSnoozeReleasesForLaterWithoutAnAttempt(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	const d = 300 * time.Millisecond
+	type delivery struct {
+		attempts, snoozes int
+		leased            time.Time
+	}
+	deliveries := make(chan delivery, 10)
+	startWorker(t, c, WorkerConfig{}, map[string]Handler{
+		"t": func(ctx context.Context, j *Job) error {
+			deliveries <- delivery{j.Attempts, j.Snoozes, j.LeasedAt}
+			if j.Snoozes < 2 {
+				return Snooze(d)
+			}
+			return nil
+		},
+	})
+	mustEnqueue(t, c, "t", Spec{ID: "s"})
+	var got []delivery
+	for range 3 {
+		select {
+		case v := <-deliveries:
+			got = append(got, v)
+		case <-ctx.Done():
+			t.Fatalf("deliveries so far %+v: %v", got, ctx.Err())
+		}
+	}
+	for i, v := range got {
+		if v.attempts != 1 || v.snoozes != i {
+			t.Errorf("delivery %d: attempts %d, snoozes %d; want 1, %d", i+1, v.attempts, v.snoozes, i)
+		}
+		if i > 0 && v.leased.Sub(got[i-1].leased) < d {
+			t.Errorf("delivery %d came %s after the one before; want at least the snooze's %s", i+1, v.leased.Sub(got[i-1].leased), d)
+		}
+	}
+	testwait.For(t, 20*time.Second, "the job to be acked", func() bool { _, err := c.Get(ctx, "t", "s"); return errors.Is(err, ErrNotFound) })
+}
+
+// A job that snoozes more than its MaxSnoozes goes to the dead letters, saying why.
+func TestWorkerSnoozePastMaxSnoozesDeadLetters(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	startWorker(t, c, WorkerConfig{}, map[string]Handler{
+		"t": func(ctx context.Context, j *Job) error { return Snooze(time.Millisecond) },
+	})
+	mustEnqueue(t, c, "t", Spec{ID: "s", MaxSnoozes: 2})
+	testwait.For(t, 20*time.Second, "the job to go dead", func() bool { j, _ := c.Get(ctx, "t", "s"); return j != nil && j.State == StateDead })
+	j, _ := c.Get(ctx, "t", "s")
+	if j.Snoozes != 3 || j.Attempts != 1 || j.MaxSnoozes != 2 || j.LastError != "snoozed more than max_snoozes (2) times" {
+		t.Errorf("dead job: snoozes %d, attempts %d, max snoozes %d, last error %q; want 3, 1, 2 and the reason", j.Snoozes, j.Attempts, j.MaxSnoozes, j.LastError)
 	}
 }
 

@@ -59,6 +59,9 @@ type Outcome struct {
 	// protocol (docs/beanstalkd.md), 0 to 2^32-1, as delayq.Job has it; nil for other jobs.
 	BeanstalkdPriority *uint32
 	MaxRetries         int
+	// Snoozes counts the releases that put the job back for later without an attempt;
+	// MaxSnoozes is their limit, 0 for none.
+	Snoozes, MaxSnoozes int
 	// TTR is kept to the millisecond, as Redis keeps it.
 	TTR time.Duration
 	// CreatedAt, RunAt and FinishedAt are kept to the microsecond. FinishedAt orders the history.

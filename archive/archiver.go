@@ -286,6 +286,7 @@ func outcomeOf(topic string, e store.HistoryEntry) Outcome {
 	o := Outcome{
 		Topic: topic, ID: r.ID, Outcome: e.Outcome, Attempts: e.Attempts,
 		Body: r.Body, Format: r.Format, Priority: r.Priority, MaxRetries: r.MaxRetries,
+		Snoozes: r.Snoozes, MaxSnoozes: r.MaxSnoozes,
 		TTR:        time.Duration(r.TTRMs) * time.Millisecond,
 		CreatedAt:  time.UnixMilli(r.CreatedMs).UTC(),
 		RunAt:      time.UnixMilli(r.RunAtMs).UTC(),

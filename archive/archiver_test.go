@@ -161,6 +161,32 @@ func TestArchiverKeepsBeanstalkdJobs(t *testing.T) {
 	}
 }
 
+// A job's snoozes and their limit are archived with its end: here a death past max_snoozes.
+func TestArchiverKeepsSnoozes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := newClient(t)
+	pg, _ := openStore(t, Options{})
+	runArchiver(t, c, pg, ArchiverConfig{})
+	if _, err := c.Enqueue(ctx, "s", delayq.Spec{ID: "s", Body: []byte("x"), MaxSnoozes: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		jobs, err := c.Reserve(ctx, "s", delayq.ReserveOptions{})
+		if err != nil || len(jobs) != 1 {
+			t.Fatalf("Reserve: %d jobs, %v", len(jobs), err)
+		}
+		now := time.Duration(0)
+		if _, err := c.Release(ctx, jobs[0].Lease(), delayq.ReleaseOptions{Delay: &now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := waitRows(t, pg, "s", 1)
+	if r := rows[0]; r.Outcome != Dead || r.Snoozes != 2 || r.MaxSnoozes != 1 || r.Attempts != 1 || r.LastError != "snoozed more than max_snoozes (1) times" {
+		t.Errorf("archived %s with snoozes %d of %d, attempts %d, last error %q; want dead, 2 of 1, 1, and why", r.Outcome, r.Snoozes, r.MaxSnoozes, r.Attempts, r.LastError)
+	}
+}
+
 // PostgreSQL stopped while jobs are acked: the outcomes wait in Redis and are all archived,
 // once each, when it is back.
 func TestArchiverWaitsOutAPostgresOutage(t *testing.T) {

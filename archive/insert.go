@@ -16,16 +16,16 @@ import (
 const insertSQL = `
 INSERT INTO delayq_job_history (topic, id, outcome, attempts, body, format, priority,
 	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry,
-	beanstalkd_priority)
+	beanstalkd_priority, snoozes, max_snoozes)
 SELECT topic, id, outcome, attempts, body, format, priority,
 	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers::jsonb, entry,
-	beanstalkd_priority
+	beanstalkd_priority, snoozes, max_snoozes
 FROM unnest($1::text[], $2::text[], $3::text[], $4::int4[], $5::bytea[], $6::int4[], $7::int4[],
 	$8::int4[], $9::int8[], $10::timestamptz[], $11::timestamptz[], $12::timestamptz[],
-	$13::text[], $14::text[], $15::text[], $16::text[], $17::int8[])
+	$13::text[], $14::text[], $15::text[], $16::text[], $17::int8[], $18::int4[], $19::int4[])
 	AS b(topic, id, outcome, attempts, body, format, priority,
 	max_retries, ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, entry,
-	beanstalkd_priority)
+	beanstalkd_priority, snoozes, max_snoozes)
 ON CONFLICT ON CONSTRAINT delayq_job_history_once DO NOTHING`
 
 // columns holds a batch column by column, as insertSQL takes it.
@@ -40,6 +40,7 @@ type columns struct {
 	headers                      []*string
 	entry                        []string
 	beanstalkdPriority           []*int64 // nil for jobs without one
+	snoozes, maxSnoozes          []int32
 }
 
 // Insert stores a batch of outcomes in one round trip and returns how many rows it added:
@@ -59,7 +60,7 @@ func (s *Store) Insert(ctx context.Context, batch []Outcome) (int, error) {
 	err = s.withConn(ctx, func(conn *pgxpool.Conn) error {
 		tag, err := conn.Exec(ctx, insertSQL, c.topic, c.id, c.outcome, c.attempts, c.body,
 			c.format, c.priority, c.maxRetry, c.ttrMs, c.createdAt, c.runAt, c.finishedAt,
-			c.lastError, c.callbackURL, c.headers, c.entry, c.beanstalkdPriority)
+			c.lastError, c.callbackURL, c.headers, c.entry, c.beanstalkdPriority, c.snoozes, c.maxSnoozes)
 		added = tag.RowsAffected()
 		return err
 	})
@@ -79,6 +80,7 @@ func (s *Store) columnsOf(batch []Outcome) (*columns, error) {
 		createdAt: make([]time.Time, n), runAt: make([]time.Time, n), finishedAt: make([]time.Time, n),
 		lastError: make([]string, n), callbackURL: make([]string, n), headers: make([]*string, n),
 		entry: make([]string, n), beanstalkdPriority: make([]*int64, n),
+		snoozes: make([]int32, n), maxSnoozes: make([]int32, n),
 	}
 	for i, o := range batch {
 		if reason := check(o); reason != "" {
@@ -88,6 +90,7 @@ func (s *Store) columnsOf(batch []Outcome) (*columns, error) {
 		c.attempts[i], c.format[i] = int32(o.Attempts), int32(o.Format)
 		c.priority[i], c.maxRetry[i] = int32(o.Priority), int32(o.MaxRetries)
 		c.ttrMs[i] = o.TTR.Milliseconds()
+		c.snoozes[i], c.maxSnoozes[i] = int32(o.Snoozes), int32(o.MaxSnoozes)
 		c.createdAt[i], c.runAt[i], c.finishedAt[i] = o.CreatedAt, o.RunAt, o.FinishedAt
 		c.lastError[i], c.callbackURL[i] = text(o.LastError), text(o.CallbackURL)
 		c.entry[i] = text(o.Entry)
@@ -134,7 +137,8 @@ func check(o Outcome) string {
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"attempts", o.Attempts}, {"format", o.Format}, {"priority", o.Priority}, {"max retries", o.MaxRetries}} {
+	}{{"attempts", o.Attempts}, {"format", o.Format}, {"priority", o.Priority}, {"max retries", o.MaxRetries},
+		{"snoozes", o.Snoozes}, {"max snoozes", o.MaxSnoozes}} {
 		if f.v < -maxInt32-1 || f.v > maxInt32 {
 			return fmt.Sprintf("%s %d out of the 32-bit range", f.name, f.v)
 		}

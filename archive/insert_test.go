@@ -48,6 +48,7 @@ func TestInsertRoundTrip(t *testing.T) {
 	add("cancelled", func(o *Outcome) { o.Outcome, o.Attempts, o.LastError = Cancelled, 0, "" })
 	add("dead-deleted", func(o *Outcome) { o.Outcome = DeadDeleted })
 	add("failed", func(o *Outcome) { o.Outcome, o.CallbackURL = Failed, "" })
+	add("snoozed", func(o *Outcome) { o.Outcome, o.Snoozes, o.MaxSnoozes = Dead, 4, 3 })
 	add("zero-run-at", func(o *Outcome) { o.RunAt = time.Time{}; o.Priority, o.Format, o.TTR = 0, 0, 0 })
 	for _, pri := range []uint32{0, 1<<32 - 1} {
 		add(fmt.Sprintf("beanstalkd-%d", pri), func(o *Outcome) {

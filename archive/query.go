@@ -104,7 +104,8 @@ func (f Filter) validate() (int, *cursor, error) {
 
 // selectColumns are the columns Query reads, in the order of scanOutcome.
 const selectColumns = `seq, topic, id, outcome, attempts, body, format, priority, max_retries,
-	ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, beanstalkd_priority`
+	ttr_ms, created_at, run_at, finished_at, last_error, callback_url, headers, beanstalkd_priority,
+	snoozes, max_snoozes`
 
 // querySQL returns the statement and arguments of f's page of limit rows, plus one that tells
 // whether there is a next page.
@@ -200,12 +201,16 @@ func scanOutcome(rows pgx.Rows) (Outcome, int64, error) {
 		ttrMs    int64
 		headers  []byte
 		bpri     *int64
+		snoozes  int32
+		most     int32
 	)
 	err := rows.Scan(&seq, &o.Topic, &o.ID, &o.Outcome, &attempts, &o.Body, &format, &priority,
-		&retries, &ttrMs, &o.CreatedAt, &o.RunAt, &o.FinishedAt, &o.LastError, &o.CallbackURL, &headers, &bpri)
+		&retries, &ttrMs, &o.CreatedAt, &o.RunAt, &o.FinishedAt, &o.LastError, &o.CallbackURL, &headers, &bpri,
+		&snoozes, &most)
 	if err != nil {
 		return Outcome{}, 0, err
 	}
+	o.Snoozes, o.MaxSnoozes = int(snoozes), int(most)
 	o.Attempts, o.Format, o.Priority, o.MaxRetries = int(attempts), int(format), int(priority), int(retries)
 	o.TTR = time.Duration(ttrMs) * time.Millisecond
 	if bpri != nil {

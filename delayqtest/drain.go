@@ -18,6 +18,9 @@ type DrainResult struct {
 	Acked   []string // the handler returned nil and the job was acked
 	Retried []string // the handler failed and the job is due again, after its backoff step or the delay asked
 	Dead    []string // the handler failed and the job went to the dead letters
+	// Snoozed are the jobs whose handler returned delayq.Snooze: released for later without
+	// an attempt (those that went dead past their MaxSnoozes are in Dead).
+	Snoozed []string
 	// Lost are the jobs whose lease was gone when their outcome was settled: the handler
 	// cancelled or rescheduled its job, or ran past its TTR.
 	Lost []string
@@ -33,7 +36,8 @@ const maxDrainRuns = 10000
 // Drain runs the jobs of topic that are due now through h, one at a time on the calling
 // goroutine, until none is due, and settles each as a Worker does: a nil error acks the job;
 // an error nacks it with the error's text, to be retried after its backoff step, or as
-// delayq.RetryIn and delayq.DeadLetter say; once its retries are used up it goes dead; a
+// delayq.RetryIn and delayq.DeadLetter say; once its retries are used up it goes dead;
+// delayq.Snooze releases it for later without counting the attempt; a
 // panic in h is recovered and counts as an error. Drain never waits for a job that is not yet
 // due: move client's clock with AdvanceClock to make it due. Jobs due when a run ends (ones h
 // enqueued, say) are run too, highest priority first, as Reserve hands them out.
@@ -90,6 +94,20 @@ func settle(ctx context.Context, client *delayq.Client, job *delayq.Job, failure
 		return nil
 	}
 	res.Errors[job.ID] = failure
+	if d, ok := client.Core(core.Pass).Snoozed(failure); ok {
+		dead, err := client.Release(ctx, job.Lease(), delayq.ReleaseOptions{Delay: &d})
+		switch {
+		case errors.Is(err, delayq.ErrLeaseLost):
+			res.Lost = append(res.Lost, job.ID)
+		case err != nil:
+			return fmt.Errorf("release: %w", err)
+		case dead:
+			res.Dead = append(res.Dead, job.ID)
+		default:
+			res.Snoozed = append(res.Snoozed, job.ID)
+		}
+		return nil
+	}
 	o := delayq.NackOptions{Error: failure.Error()}
 	o.Delay, o.Dead = client.Core(core.Pass).Failure(failure)
 	dead, err := client.Nack(ctx, job.Lease(), o)

@@ -11,6 +11,28 @@ import (
 	"github.com/delayq/delayq"
 )
 
+// A handler's Snooze releases its job for later without an attempt, as a Worker does; the
+// job runs again once the clock reaches it, and past its MaxSnoozes goes dead.
+func TestDrainSnoozesWithoutAnAttempt(t *testing.T) {
+	t.Parallel()
+	c := NewClient(t, delayq.Config{})
+	ctx := testContext(t)
+	enqueue(t, c, "work", delayq.Spec{ID: "s", MaxSnoozes: 1})
+	var seen []*delayq.Job
+	h := func(ctx context.Context, job *delayq.Job) error {
+		seen = append(seen, job)
+		return delayq.Snooze(time.Minute)
+	}
+	res := Drain(ctx, t, c, "work", h)
+	checkIDs(t, "snoozed", res.Snoozed, "s")
+	AdvanceClock(c, time.Minute)
+	res = Drain(ctx, t, c, "work", h)
+	checkIDs(t, "dead", res.Dead, "s")
+	if len(seen) != 2 || seen[1].Attempts != 1 || seen[1].Snoozes != 1 {
+		t.Fatalf("runs %d, the second with attempts %d and snoozes %d; want 2 runs, the second with 1 and 1", len(seen), seen[len(seen)-1].Attempts, seen[len(seen)-1].Snoozes)
+	}
+}
+
 func TestDrainAcksRetriesAndDeadLetters(t *testing.T) {
 	t.Parallel()
 	c := NewClient(t, delayq.Config{})

@@ -47,8 +47,9 @@ type Ranked[J any] interface {
 	// does not exist or is reserved.
 	ReserveJob(ctx context.Context, topic, id string) (J, error)
 	// ReleaseRanked gives a lease back, the job due after delay with a new beanstalkd
-	// priority.
-	ReleaseRanked(ctx context.Context, l Lease, pri uint32, delay time.Duration) error
+	// priority. A release with a delay is a snooze, as delayq.Client.Release's with one: it
+	// reports whether the job went dead, past its max snoozes.
+	ReleaseRanked(ctx context.Context, l Lease, pri uint32, delay time.Duration) (dead bool, err error)
 	// BuryRanked sends a leased job to the dead letters with a new beanstalkd priority.
 	BuryRanked(ctx context.Context, l Lease, pri uint32) error
 }
@@ -65,6 +66,9 @@ type Testing interface {
 	// Failure returns how a Worker nacks a job whose handler returned err: the delay before
 	// the retry (nil: the job's backoff step) and whether the job goes dead at once.
 	Failure(err error) (delay *time.Duration, dead bool)
+	// Snoozed reports whether a handler's err asks a Worker to snooze the job (delayq.Snooze),
+	// and for how long.
+	Snoozed(err error) (time.Duration, bool)
 }
 
 // RankedJob is a job put through the beanstalkd front end: ranked by Pri (most urgent first),

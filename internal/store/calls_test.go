@@ -166,7 +166,7 @@ func TestSettleReplaysAnswerTheFirstOutcome(t *testing.T) {
 		if dead, err := s.Nack(ctx, p, "dead", lease["dead"], "poison", -1, true); err != nil || !dead {
 			t.Fatalf("nack dead: %v %v", dead, err)
 		}
-		if err := s.Release(ctx, p, "release", lease["release"]); err != nil {
+		if _, err := s.Release(ctx, p, "release", lease["release"], 0, 0, false); err != nil {
 			t.Fatalf("release: %v", err)
 		}
 	}
@@ -178,7 +178,7 @@ func TestSettleReplaysAnswerTheFirstOutcome(t *testing.T) {
 		t.Fatalf("the nacked job counts %d attempts (%v), want 1", rec.Attempts, err)
 	}
 	// Another lease of a settled job still answers lease lost.
-	if err := s.Release(ctx, p, "nack", "made-up"); !errors.Is(err, ErrLeaseLost) {
+	if _, err := s.Release(ctx, p, "nack", "made-up", 0, 0, false); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("release with a made-up lease: %v", err)
 	}
 }

@@ -180,27 +180,38 @@ func (s *Store) Touch(ctx context.Context, p keys.Partition, id, lease string, t
 	return deadline, nil
 }
 
-// Release gives a lease back unfinished: the job is due again at once, its attempt not counted.
-// Releasing a lease again within the replay window answers as the first release did.
-func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string) error {
-	return s.release(ctx, p, id, lease, 0, "")
+// Release gives a lease back unfinished, its attempt not counted: the job is due again after
+// delayMs, or at runAtMs when that is not 0. A snooze (the consumer's choice) counts in the
+// job's snoozes, and past its max snoozes sends it to the dead letters instead; Release reports
+// whether it did. Releasing a lease again within the replay window answers as the first release
+// did.
+func (s *Store) Release(ctx context.Context, p keys.Partition, id, lease string, delayMs, runAtMs int64, snooze bool) (bool, error) {
+	return s.release(ctx, p, id, lease, delayMs, runAtMs, snooze, "")
 }
 
 // ReleaseLater gives a lease back unfinished, due again after delayMs and with a new stored
-// priority (RankBase plus a beanstalkd priority, say), its attempt not counted.
-func (s *Store) ReleaseLater(ctx context.Context, p keys.Partition, id, lease string, delayMs int64, priority int) error {
-	return s.release(ctx, p, id, lease, delayMs, strconv.Itoa(priority))
+// priority (RankBase plus a beanstalkd priority, say), its attempt not counted; a release with
+// a delay is a snooze, as Release's.
+func (s *Store) ReleaseLater(ctx context.Context, p keys.Partition, id, lease string, delayMs int64, priority int) (bool, error) {
+	return s.release(ctx, p, id, lease, delayMs, 0, delayMs > 0, strconv.Itoa(priority))
 }
 
-func (s *Store) release(ctx context.Context, p keys.Partition, id, lease string, delayMs int64, priority string) error {
-	n, err := s.run(ctx, releaseScript, write(p, leaseCallID("release", id, lease), id, lease, delayMs, priority)).Int64()
+func (s *Store) release(ctx context.Context, p keys.Partition, id, lease string, delayMs, runAtMs int64, snooze bool, priority string) (bool, error) {
+	flag, runAt := "0", ""
+	if snooze {
+		flag = "1"
+	}
+	if runAtMs != 0 {
+		runAt = strconv.FormatInt(runAtMs, 10)
+	}
+	n, err := s.run(ctx, releaseScript, write(p, leaseCallID("release", id, lease), id, lease, delayMs, priority, flag, runAt)).Int64()
 	if err != nil {
-		return fmt.Errorf("delayq: release: %w", err)
+		return false, fmt.Errorf("delayq: release: %w", err)
 	}
 	if n == 0 {
-		return ErrLeaseLost
+		return false, ErrLeaseLost
 	}
-	return nil
+	return n == 2, nil
 }
 
 // Peeked is what a look at one partition's lane found.

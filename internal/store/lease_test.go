@@ -54,3 +54,94 @@ func TestExpireLeasesEndsAttemptsAtTheirDeadline(t *testing.T) {
 		t.Fatalf("history outcomes %v; want last dead, retried failed", outcomes)
 	}
 }
+
+// A snooze gives the lease back for later without counting the attempt and counts a snooze;
+// a release that is no snooze counts neither; past max snoozes the job goes dead through the
+// failure path, with the history saying so; a replay of that release answers as it did.
+func TestReleaseCountsSnoozesUpToMaxSnoozes(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetArchive(100, true)
+	s.SetReplayWindow(time.Minute)
+	job := NewJob{ID: "s", TTRMs: 30000, MaxRetries: 3, Body: []byte("x"), MaxSnoozes: 2}
+	if out := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}}); out[0].Err != nil || out[0].Jobs[0].Err != nil {
+		t.Fatalf("enqueue: %+v", out[0])
+	}
+	reserve := func() Record {
+		t.Helper()
+		r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: NewCallID(), Lane: LanePull, Max: 1, Bulk: 10})
+		if err != nil || len(r.Jobs) != 1 {
+			t.Fatalf("reserve: %+v, %v", r.Jobs, err)
+		}
+		return r.Jobs[0]
+	}
+	get := func() Record {
+		t.Helper()
+		r, err := s.Get(ctx, p, "s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+
+	r := reserve()
+	if dead, err := s.Release(ctx, p, "s", r.Lease, 0, 0, false); err != nil || dead {
+		t.Fatalf("plain release: dead %v, %v", dead, err)
+	}
+	if g := get(); g.Snoozes != 0 || g.Attempts != 0 || g.MaxSnoozes != 2 {
+		t.Fatalf("after a plain release: snoozes %d, attempts %d, max snoozes %d; want 0, 0, 2", g.Snoozes, g.Attempts, g.MaxSnoozes)
+	}
+	for i := 1; i <= 2; i++ {
+		r = reserve()
+		if dead, err := s.Release(ctx, p, "s", r.Lease, 1000, 0, true); err != nil || dead {
+			t.Fatalf("snooze %d: dead %v, %v", i, dead, err)
+		}
+		g := get()
+		if g.Snoozes != i || g.Attempts != 0 || g.State != StateDelayed || g.RunAtMs < r.LeaseDeadlineMs-30000+1000 {
+			t.Fatalf("after snooze %d: %+v; want %d snoozes, 0 attempts, delayed 1 s", i, g, i)
+		}
+		s.SetClockOffset(s.ClockOffset() + 1000)
+	}
+	r = reserve()
+	dead, err := s.Release(ctx, p, "s", r.Lease, 1000, 0, true)
+	if err != nil || !dead {
+		t.Fatalf("snooze 3 of at most 2: dead %v, %v; want dead", dead, err)
+	}
+	if again, err := s.Release(ctx, p, "s", r.Lease, 1000, 0, true); err != nil || !again {
+		t.Fatalf("the same release again: dead %v, %v; want the first answer", again, err)
+	}
+	g := get()
+	const why = "snoozed more than max_snoozes (2) times"
+	if g.State != StateDead || g.Snoozes != 3 || g.Attempts != 1 || g.LastError != why {
+		t.Fatalf("after snooze 3: state %d, snoozes %d, attempts %d, last error %q; want dead, 3, 1, %q", g.State, g.Snoozes, g.Attempts, g.LastError, why)
+	}
+	entries, err := s.ReadHistory(ctx, p, "test", 10, time.Minute)
+	if err != nil || len(entries) != 1 || entries[0].Outcome != "dead" || entries[0].Record.Snoozes != 3 {
+		t.Fatalf("history %+v, %v; want the one dead outcome with 3 snoozes", entries, err)
+	}
+	if n, err := s.DeadRequeue(ctx, p, []string{"s"}, 10); err != nil || n != 1 {
+		t.Fatalf("dead requeue: %d, %v", n, err)
+	}
+	if g := get(); g.Snoozes != 0 || g.Attempts != 0 || g.MaxSnoozes != 2 {
+		t.Fatalf("requeued: snoozes %d, attempts %d, max snoozes %d; want 0, 0, 2", g.Snoozes, g.Attempts, g.MaxSnoozes)
+	}
+}
+
+// A release at a time is due then, whatever the delay says.
+func TestReleaseAtATime(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	enqueueOne(t, s, p, "t", 0)
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: NewCallID(), Lane: LanePull, Max: 1, Bulk: 10})
+	if err != nil || len(r.Jobs) != 1 {
+		t.Fatalf("reserve: %+v, %v", r.Jobs, err)
+	}
+	at := r.Jobs[0].LeaseDeadlineMs + 3_600_000
+	if _, err := s.Release(ctx, p, "t", r.Jobs[0].Lease, 0, at, true); err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Get(ctx, p, "t")
+	if err != nil || g.RunAtMs != at || g.State != StateDelayed || g.Snoozes != 1 {
+		t.Fatalf("released at %d: %+v, %v; want delayed until then, 1 snooze", at, g, err)
+	}
+}

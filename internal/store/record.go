@@ -39,12 +39,15 @@ type Record struct {
 	LeaseDeadlineMs int64             // 0 when not reserved
 	DiedMs          int64             // 0 when not dead
 	Headers         map[string]string // nil when the job has none
+	Snoozes         int               // releases for later so far (see release.lua)
+	MaxSnoozes      int               // 0 for no limit
 }
 
 // A stored record is a run of MessagePack values in the order of lib.lua's F_ fields: priority,
 // callback URL, TTR, finished attempts, created at, delay, format, max retries, body, backoff,
-// last error, died at, headers (a map of str to str, never empty); trailing nils are left out,
-// so a job without headers stores no bytes for them. Strings are MessagePack str values, which
+// last error, died at, headers (a map of str to str, never empty), snoozes, max snoozes; trailing
+// nils are left out, so a job without headers, or without a snooze limit, stores no bytes for
+// them, and a record written before a field existed reads it as zero. Strings are MessagePack str values, which
 // Redis's cmsgpack reads (it refuses bin).
 
 // recordHead encodes the fields of a new job's record that come before created at.
@@ -72,13 +75,22 @@ func recordTail(j NewJob) []byte {
 			b = msgp.AppendUint64(b, uint64(ms))
 		}
 	}
+	if len(j.Headers) == 0 && j.MaxSnoozes == 0 {
+		return b
+	}
+	if j.BackoffMs == nil {
+		b = msgp.AppendNil(b)
+	}
+	b = msgp.AppendNil(b) // last error
+	b = msgp.AppendNil(b) // died at
 	if len(j.Headers) > 0 {
-		if j.BackoffMs == nil {
-			b = msgp.AppendNil(b)
-		}
-		b = msgp.AppendNil(b) // last error
-		b = msgp.AppendNil(b) // died at
 		b = appendHeaders(b, j.Headers)
+	} else {
+		b = msgp.AppendNil(b)
+	}
+	if j.MaxSnoozes > 0 {
+		b = msgp.AppendNil(b) // snoozes
+		b = msgp.AppendUint64(b, uint64(j.MaxSnoozes))
 	}
 	return b
 }
@@ -158,6 +170,8 @@ func decodeRecord(b []byte, r *Record) error {
 	r.LastError = d.str()
 	r.DiedMs = d.int()
 	r.Headers = d.strmap()
+	r.Snoozes = int(d.int())
+	r.MaxSnoozes = int(d.int())
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after the last field", len(d.b))
 	}

@@ -111,6 +111,25 @@ func TestRecordTailWithHeadersGolden(t *testing.T) {
 	}
 }
 
+// A snooze limit follows the headers and the snooze count, each nil when absent; a job without
+// one stores no bytes for either, as records written before they existed did.
+func TestRecordTailWithMaxSnoozesGolden(t *testing.T) {
+	j := goldenJob
+	j.MaxSnoozes = 3
+	want := goldenTail + "c0c0" + "c0" + "c0" + "03"
+	if got := hex.EncodeToString(recordTail(j)); got != want {
+		t.Fatalf("record tail\n%s\nwant\n%s", got, want)
+	}
+	b := append(append([]byte(nil), recordHead(j)...), 0x01, 0x02) // created at 1, delay 2
+	var r Record
+	if err := decodeRecord(append(b, recordTail(j)...), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.MaxSnoozes != 3 || r.Snoozes != 0 || r.Headers != nil {
+		t.Fatalf("decoded max snoozes %d, snoozes %d, headers %v; want 3, 0, none", r.MaxSnoozes, r.Snoozes, r.Headers)
+	}
+}
+
 func TestDecodeRecordHeaders(t *testing.T) {
 	j := goldenJob
 	j.BackoffMs, j.Headers = nil, goldenHeaders
@@ -152,7 +171,7 @@ func TestHeadersSurviveRecordRewrites(t *testing.T) {
 	}
 	check("enqueue")
 	lease := reserveOne(t, s, p)
-	if err := s.Release(ctx, p, "h", lease); err != nil {
+	if _, err := s.Release(ctx, p, "h", lease, 0, 0, false); err != nil {
 		t.Fatalf("release: %v", err)
 	}
 	check("release")

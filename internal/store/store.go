@@ -173,6 +173,7 @@ type NewJob struct {
 	BackoffMs  []int64 // nil for the default
 	Callback   string
 	Headers    map[string]string // nil or validated: lower-case names, never empty
+	MaxSnoozes int               // 0 for no limit
 }
 
 // Added is the outcome of adding one job: its due time and creation time, or ErrExists. A job

@@ -1,4 +1,4 @@
--- dead_requeue.lua: put dead jobs back, due at once, with their attempts reset.
+-- dead_requeue.lua: put dead jobs back, due at once, with their attempts and snoozes reset.
 -- KEYS: see lib.lua. ARGV[4] 'all' or 'ids'; ARGV[5] limit (for 'all'); ARGV[6..] ids (for 'ids').
 -- Returns the number requeued.
 local r = recorded()
@@ -18,6 +18,7 @@ for _, id in ipairs(ids) do
   if j and redis.call('ZREM', DEAD, id) == 1 then
     j[F_ATTEMPTS] = 0
     j[F_DIED_AT] = nil
+    j[F_SNOOZES] = nil
     schedule(id, j, NOW)
     save(id, j)
     lanes[lane_of(j)] = true

@@ -50,7 +50,11 @@ local F_FORMAT, F_MAX_RETRIES, F_BODY, F_BACKOFF, F_LAST_ERROR, F_DIED_AT = 7, 8
 -- table, which cmsgpack would pack as an array). cmsgpack unpacks it into a table with string
 -- keys and packs that back as a map, so scripts that rewrite a record keep it as it was.
 local F_HEADERS = 13
-local NFIELDS = 13
+-- F_SNOOZES counts the releases that put the job back for later (release.lua), F_MAX_SNOOZES is
+-- the most it may take before it goes dead; both absent in records written before them, and
+-- in a new job's record (0, and no limit), so they cost a job that never snoozes nothing.
+local F_SNOOZES, F_MAX_SNOOZES = 14, 15
+local NFIELDS = 15
 
 -- States as replies report them; the Go store's State constants match.
 local S_DELAYED, S_READY, S_RESERVED, S_DEAD = 1, 2, 3, 4

@@ -208,7 +208,7 @@ func (c *Client) Touch(ctx context.Context, topic, id, lease string, ttr time.Du
 // Release gives a lease back unfinished: the job is due again at once and the attempt does
 // not count.
 func (c *Client) Release(ctx context.Context, topic, id, lease string) error {
-	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), apiv1.LeaseRequest{Lease: &lease}, nil)
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), apiv1.ReleaseRequest{Lease: &lease}, nil)
 }
 
 // Topics returns the counts of every topic.

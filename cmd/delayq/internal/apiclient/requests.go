@@ -26,6 +26,9 @@ type JobRequest struct {
 	TTR time.Duration
 	// MaxRetries is the number of retries after the first attempt; nil: the server's default.
 	MaxRetries *int
+	// MaxSnoozes is how many snoozes the job may take before the next makes it dead; nil: no
+	// limit.
+	MaxSnoozes *int
 	// Backoff is the delay before each retry; nil: the server's default.
 	Backoff []time.Duration
 	// Priority orders due jobs, higher first.
@@ -54,6 +57,9 @@ func (r JobRequest) wire() *apiv1.EnqueueRequest {
 	}
 	if r.MaxRetries != nil {
 		w.MaxRetries = new(int64(*r.MaxRetries))
+	}
+	if r.MaxSnoozes != nil {
+		w.MaxSnoozes = new(int64(*r.MaxSnoozes))
 	}
 	if len(r.Headers) > 0 {
 		w.Headers = r.Headers

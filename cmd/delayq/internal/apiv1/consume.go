@@ -25,10 +25,22 @@ type ReserveResponse struct {
 // or "false"; absent when the server could not tell.
 const TopicExistsHeader = "Delayq-Topic-Exists"
 
-// LeaseRequest is the body of an ack or a release.
+// LeaseRequest is the body of an ack.
 type LeaseRequest struct {
 	// Lease is the token that reserve returned with the job. Required.
 	Lease *string `json:"lease,omitempty"`
+}
+
+// ReleaseRequest is the body of a release. Without DelayMs and RunAt the job is due again at
+// once; with either, the release is a snooze: the job counts it, and goes dead past its
+// max_snoozes.
+type ReleaseRequest struct {
+	// Lease is the token that reserve returned with the job. Required.
+	Lease *string `json:"lease,omitempty"`
+	// DelayMs makes the job due this long after the release.
+	DelayMs *int64 `json:"delay_ms,omitempty"`
+	// RunAt is an RFC 3339 due time instead of DelayMs.
+	RunAt *string `json:"run_at,omitempty"`
 }
 
 // NackRequest is the body of a nack.

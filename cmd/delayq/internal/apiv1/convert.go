@@ -17,6 +17,8 @@ func NewJob(j *delayq.Job) *Job {
 		CreatedAt:          Time{j.CreatedAt},
 		Attempts:           j.Attempts,
 		MaxRetries:         j.MaxRetries,
+		Snoozes:            j.Snoozes,
+		MaxSnoozes:         j.MaxSnoozes,
 		TTRMs:              j.TTR.Milliseconds(),
 		Priority:           j.Priority,
 		BeanstalkdPriority: j.BeanstalkdPriority,

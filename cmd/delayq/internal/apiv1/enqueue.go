@@ -20,6 +20,9 @@ type EnqueueRequest struct {
 	RunAt      *string `json:"run_at,omitempty"`
 	TTRMs      *int64  `json:"ttr_ms,omitempty"`
 	MaxRetries *int64  `json:"max_retries,omitempty"`
+	// MaxSnoozes is how many times a consumer may release the job for later before the next
+	// such release makes it dead (an extension); absent or 0 for no limit.
+	MaxSnoozes *int64 `json:"max_snoozes,omitempty"`
 	// BackoffMs is the delay before retry n, element n-1; the last repeats.
 	BackoffMs   []int64 `json:"backoff_ms,omitempty"`
 	Priority    *int64  `json:"priority,omitempty"`

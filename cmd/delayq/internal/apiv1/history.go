@@ -22,15 +22,18 @@ type HistoryEntry struct {
 	Priority   int             `json:"priority"`
 	// BeanstalkdPriority is as in Job: set for a job put, released or buried over the
 	// beanstalkd protocol, whose Priority is then 0; absent for other jobs.
-	BeanstalkdPriority *uint32           `json:"beanstalkd_priority,omitempty"`
-	MaxRetries         int               `json:"max_retries"`
-	TTRMs              int64             `json:"ttr_ms"`
-	CreatedAt          Time              `json:"created_at"`
-	RunAt              Time              `json:"run_at"`
-	FinishedAt         Time              `json:"finished_at"`
-	LastError          string            `json:"last_error,omitempty"`
-	CallbackURL        string            `json:"callback_url,omitempty"`
-	Headers            map[string]string `json:"headers,omitempty"`
+	BeanstalkdPriority *uint32 `json:"beanstalkd_priority,omitempty"`
+	MaxRetries         int     `json:"max_retries"`
+	// Snoozes and MaxSnoozes are as in Job: absent when 0.
+	Snoozes     int               `json:"snoozes,omitempty"`
+	MaxSnoozes  int               `json:"max_snoozes,omitempty"`
+	TTRMs       int64             `json:"ttr_ms"`
+	CreatedAt   Time              `json:"created_at"`
+	RunAt       Time              `json:"run_at"`
+	FinishedAt  Time              `json:"finished_at"`
+	LastError   string            `json:"last_error,omitempty"`
+	CallbackURL string            `json:"callback_url,omitempty"`
+	Headers     map[string]string `json:"headers,omitempty"`
 }
 
 // HistoryPage is one page of the archive's history, newest first (an extension).
@@ -51,6 +54,8 @@ func NewHistoryEntry(o *archive.Outcome) *HistoryEntry {
 		Priority:           o.Priority,
 		BeanstalkdPriority: o.BeanstalkdPriority,
 		MaxRetries:         o.MaxRetries,
+		Snoozes:            o.Snoozes,
+		MaxSnoozes:         o.MaxSnoozes,
 		TTRMs:              o.TTR.Milliseconds(),
 		CreatedAt:          Time{o.CreatedAt},
 		RunAt:              Time{o.RunAt},

@@ -24,7 +24,7 @@ func TestHistoryGolden(t *testing.T) {
 	}
 	deleted := archive.Outcome{
 		Topic: "orders", ID: "o-43", Outcome: archive.DeadDeleted, Attempts: 6,
-		Body: []byte{0, 1, 0xff}, Format: 0, MaxRetries: 5, TTR: 30 * time.Second,
+		Body: []byte{0, 1, 0xff}, Format: 0, MaxRetries: 5, Snoozes: 3, MaxSnoozes: 10, TTR: 30 * time.Second,
 		CreatedAt: created, RunAt: created.Add(time.Second),
 		FinishedAt: time.Date(2026, 11, 22, 1, 2, 0, 0, time.UTC), LastError: "ttr exceeded",
 	}

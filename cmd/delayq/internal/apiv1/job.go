@@ -23,7 +23,13 @@ type Job struct {
 	// Attempts counts the deliveries so far.
 	Attempts int `json:"attempts"`
 	// MaxRetries is 2147483647 (delayq.NoRetryLimit) for a job without a retry limit.
-	MaxRetries int   `json:"max_retries"`
+	MaxRetries int `json:"max_retries"`
+	// Snoozes counts the releases that put the job back for later, which count no attempt (an
+	// extension); absent when none.
+	Snoozes int `json:"snoozes,omitempty"`
+	// MaxSnoozes is the most snoozes the job may take before the next one makes it dead (an
+	// extension); absent for no limit.
+	MaxSnoozes int   `json:"max_snoozes,omitempty"`
 	TTRMs      int64 `json:"ttr_ms"`
 	// BackoffMs is the job's retry schedule, the default one included (an extension); the
 	// server always writes it.

@@ -20,7 +20,7 @@ func testJob() *delayq.Job {
 		Topic: "orders", ID: "o-42", State: delayq.StateReserved,
 		Body: []byte(`{"n": 42, "note": "<&>"}`), Format: delayq.FormatJSON,
 		RunAt: created.Add(time.Second), CreatedAt: created,
-		Attempts: 2, MaxRetries: 5, TTR: 30 * time.Second,
+		Attempts: 2, MaxRetries: 5, Snoozes: 1, MaxSnoozes: 10, TTR: 30 * time.Second,
 		Backoff: []time.Duration{time.Second, time.Minute}, Priority: -3,
 		CallbackURL: "https://example.com/hook?a=1&b=2", LastError: "boom",
 		LeaseDeadline: created.Add(31 * time.Second), LeaseToken: "lease-token",

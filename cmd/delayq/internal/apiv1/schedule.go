@@ -124,5 +124,8 @@ func newTemplate(s delayq.Spec) *EnqueueRequest {
 	if s.CallbackURL != "" {
 		t.CallbackURL = &s.CallbackURL
 	}
+	if s.MaxSnoozes != 0 {
+		t.MaxSnoozes = new(int64(s.MaxSnoozes))
+	}
 	return t
 }

@@ -669,6 +669,57 @@ func TestLibraryJobThroughItsWholeBeanstalkdLife(t *testing.T) {
 	}
 }
 
+// TestReleaseWithADelayIsASnooze wants a beanstalkd release with a delay to be the snooze of
+// the HTTP API and the Go library: the job counts it, keeps its attempts, and past its
+// max_snoozes is buried (dead) with the reason; a release without a delay counts nothing.
+func TestReleaseWithADelayIsASnooze(t *testing.T) {
+	dq := delayqtest.NewClient(t, delayq.Config{})
+	addr := startServer(t, Config{Backend: backend.New(dq, slog.New(slog.DiscardHandler))})
+	ctx := context.Background()
+	job, err := dq.Enqueue(ctx, "lib", delayq.Spec{Body: []byte("hello"), MaxSnoozes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	c.do("watch lib")
+	c.do("ignore default")
+	var n uint64
+	if _, err := fmt.Sscanf(c.do("reserve-with-timeout 0"), "RESERVED %d 5\r\nhello\r\n", &n); err != nil {
+		t.Fatalf("reserve: %v", err)
+	}
+	get := func() *delayq.Job {
+		t.Helper()
+		j, err := dq.Get(ctx, "lib", job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	if got := c.do(fmt.Sprintf("release %d 10 0", n)); got != "RELEASED\r\n" {
+		t.Fatalf("release without a delay: %q", got)
+	}
+	if j := get(); j.Snoozes != 0 {
+		t.Fatalf("a release without a delay counted %d snoozes; want 0", j.Snoozes)
+	}
+	c.do("reserve-with-timeout 0")
+	if got := c.do(fmt.Sprintf("release %d 10 1", n)); got != "RELEASED\r\n" {
+		t.Fatalf("release with a delay: %q", got)
+	}
+	if j := get(); j.Snoozes != 1 || j.Attempts != 0 || j.State != delayq.StateDelayed {
+		t.Fatalf("after a release with a delay: snoozes %d, attempts %d, state %s; want 1, 0, delayed", j.Snoozes, j.Attempts, j.State)
+	}
+	delayqtest.AdvanceClock(dq, 2*time.Second)
+	if got := c.do("reserve-with-timeout 0"); got != fmt.Sprintf("RESERVED %d 5\r\nhello\r\n", n) {
+		t.Fatalf("reserve after the delay: %q", got)
+	}
+	if got := c.do(fmt.Sprintf("release %d 10 1", n)); got != "BURIED\r\n" {
+		t.Fatalf("a snooze past max_snoozes: %q; want BURIED", got)
+	}
+	if j := get(); j.State != delayq.StateDead || j.Snoozes != 2 || j.LastError != "snoozed more than max_snoozes (1) times" {
+		t.Fatalf("past max_snoozes: state %s, snoozes %d, last error %q; want dead, 2, and why", j.State, j.Snoozes, j.LastError)
+	}
+}
+
 // TestPutIDs: the ids put answers are unique, increase, and name their jobs.
 func TestPutIDs(t *testing.T) {
 	// Puts from many connections at once, to

@@ -58,9 +58,10 @@ func TestProduceCommands(t *testing.T) {
 	s := startServer(t, nil)
 
 	out := s.must(t, "enqueue", "orders", "--id", "o-1", "--body", `{"order": 42}`, "--delay", "1h",
-		"--ttr", "2m", "--max-retries", "3", "--backoff", "15s,3m,1h", "--priority", "7")
+		"--ttr", "2m", "--max-retries", "3", "--max-snoozes", "4", "--backoff", "15s,3m,1h", "--priority", "7")
 	for name, want := range map[string]string{
 		"topic": "orders", "id": "o-1", "state": "delayed", "attempts": "0", "max_retries": "3",
+		"snoozes": "0", "max_snoozes": "4",
 		"ttr": "2m", "priority": "7", "backoff": "15s,3m,1h", "body": `{"order":42}`,
 	} {
 		if got := field(t, out, name); got != want {

@@ -40,6 +40,12 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	} else {
 		row("max_retries", strconv.Itoa(j.MaxRetries))
 	}
+	row("snoozes", strconv.Itoa(j.Snoozes))
+	if j.MaxSnoozes == 0 {
+		row("max_snoozes", "no limit")
+	} else {
+		row("max_snoozes", strconv.Itoa(j.MaxSnoozes))
+	}
 	row("ttr", msDuration(j.TTRMs))
 	row("priority", strconv.Itoa(j.Priority))
 	if j.BeanstalkdPriority != nil {

@@ -22,6 +22,7 @@ type enqueueFlags struct {
 	delay, ttr           time.Duration
 	runAt                string
 	maxRetries           int
+	maxSnoozes           int
 	backoff              string
 	priority             int
 	callbackURL          string
@@ -50,8 +51,9 @@ alone, and the failures are listed with their line numbers.`),
 	f.StringVar(&fl.runAt, "run-at", "", "due at this RFC 3339 time instead")
 	fl.addTemplateFlags(cmd)
 	f.StringVar(&fl.file, "file", "", `JSON Lines file of job requests ("-" for standard input)`)
+	f.IntVar(&fl.maxSnoozes, "max-snoozes", 0, "releases for later (snoozes) the job may take before the next makes it dead (default no limit)")
 	cmd.MarkFlagsMutuallyExclusive("delay", "run-at")
-	for _, single := range []string{"id", "body", "body-base64", "delay", "run-at", "ttr", "max-retries", "backoff", "priority", "callback-url", "header"} {
+	for _, single := range []string{"id", "body", "body-base64", "delay", "run-at", "ttr", "max-retries", "max-snoozes", "backoff", "priority", "callback-url", "header"} {
 		cmd.MarkFlagsMutuallyExclusive("file", single)
 	}
 	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
@@ -117,6 +119,9 @@ func (fl *enqueueFlags) request(cmd *cobra.Command) (apiclient.JobRequest, error
 	if cmd.Flags().Changed("max-retries") {
 		n := fl.maxRetries
 		r.MaxRetries = &n
+	}
+	if fl.maxSnoozes != 0 {
+		r.MaxSnoozes = &fl.maxSnoozes
 	}
 	if fl.backoff != "" {
 		steps, err := parseDurations(fl.backoff)

@@ -162,6 +162,31 @@ func TestJobPageShowsNoRetryLimitForABeanstalkdJob(t *testing.T) {
 	}
 }
 
+// A job's page shows the snoozes it took, against its limit or saying it has none.
+func TestJobPageShowsSnoozes(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("t", delayq.Spec{ID: "limited", Body: []byte("x"), MaxSnoozes: 3})
+	s.enqueue("t", delayq.Spec{ID: "free", Body: []byte("y")})
+	ctx := context.Background()
+	jobs, err := s.client.Reserve(ctx, "t", delayq.ReserveOptions{Max: 2})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
+	}
+	d := time.Hour
+	for _, j := range jobs {
+		if _, err := s.client.Release(ctx, j.Lease(), delayq.ReleaseOptions{Delay: &d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a := s.get("/topics/t/jobs/limited"); !strings.Contains(a.body, `<dd id="snoozes">1 of at most 3</dd>`) {
+		t.Errorf("the page of a job with a snooze limit:\n%s", a.body)
+	}
+	if a := s.get("/topics/t/jobs/free"); !strings.Contains(a.body, `<dd id="snoozes">1, no limit</dd>`) {
+		t.Errorf("the page of a job without a snooze limit:\n%s", a.body)
+	}
+}
+
 func TestAssetsAreCached(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, nil)

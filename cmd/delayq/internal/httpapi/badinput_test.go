@@ -86,6 +86,8 @@ var badCases = []badCase{
 	{"ttr_ms 86400001", "POST", "/v1/topics/fresh/jobs", "", `{"ttr_ms": 86400001}`, false, 400, codeInvalid, "ttr_ms"},
 	{"max_retries -1", "POST", "/v1/topics/fresh/jobs", "", `{"max_retries": -1}`, false, 400, codeInvalid, "max_retries"},
 	{"max_retries 1001", "POST", "/v1/topics/fresh/jobs", "", `{"max_retries": 1001}`, false, 400, codeInvalid, "max_retries"},
+	{"max_snoozes -1", "POST", "/v1/topics/fresh/jobs", "", `{"max_snoozes": -1}`, false, 400, codeInvalid, "max_snoozes"},
+	{"max_snoozes 1000001", "POST", "/v1/topics/fresh/jobs", "", `{"max_snoozes": 1000001}`, false, 400, codeInvalid, "max_snoozes"},
 	{"priority 1001", "POST", "/v1/topics/fresh/jobs", "", `{"priority": 1001}`, false, 400, codeInvalid, "priority"},
 	{"priority -1001", "POST", "/v1/topics/fresh/jobs", "", `{"priority": -1001}`, false, 400, codeInvalid, "priority"},
 	{"backoff_ms empty", "POST", "/v1/topics/fresh/jobs", "", `{"backoff_ms": []}`, false, 400, codeInvalid, "backoff_ms"},
@@ -156,6 +158,10 @@ var badCases = []badCase{
 	{"touch forged lease", "POST", "/v1/topics/t/jobs/res1/touch", "", `{"lease": "forged"}`, false, 409, codeLeaseLost, ""},
 	{"touch ttr_ms 99", "POST", "/v1/topics/t/jobs/res1/touch", "", `{"lease": "{lease}", "ttr_ms": 99}`, false, 400, codeInvalid, "ttr_ms"},
 	{"release forged lease", "POST", "/v1/topics/t/jobs/res1/release", "", `{"lease": "forged"}`, false, 409, codeLeaseLost, ""},
+	{"release delay_ms and run_at", "POST", "/v1/topics/t/jobs/res1/release", "", `{"lease": "{lease}", "delay_ms": 1000, "run_at": "2030-01-01T00:00:00.000Z"}`, false, 400, codeInvalid, "run_at"},
+	{"release negative delay", "POST", "/v1/topics/t/jobs/res1/release", "", `{"lease": "{lease}", "delay_ms": -1}`, false, 400, codeInvalid, "delay_ms"},
+	{"release run_at not a time", "POST", "/v1/topics/t/jobs/res1/release", "", `{"lease": "{lease}", "run_at": "tomorrow"}`, false, 400, codeInvalid, "run_at"},
+	{"release unknown field", "POST", "/v1/topics/t/jobs/res1/release", "", `{"lease": "{lease}", "dead": true}`, false, 400, codeInvalid, "dead"},
 
 	// Batches.
 	{"batch of 1001", "POST", "/v1/topics/fresh/jobs/batch", "", tooMany, false, 400, codeInvalid, "jobs"},

@@ -128,7 +128,7 @@ func (a *api) putBack(r *http.Request, jobs []*delayq.Job) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), a.timeout)
 	defer cancel()
 	for _, j := range jobs {
-		if err := a.c.Release(ctx, j.Lease()); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
+		if _, err := a.c.Release(ctx, j.Lease(), delayq.ReleaseOptions{}); err != nil && !errors.Is(err, delayq.ErrLeaseLost) {
 			a.log.Warn("httpapi: putting back a job whose reserve answer was not delivered", "topic", j.Topic, "id", j.ID, "err", err)
 		}
 	}
@@ -176,11 +176,40 @@ func (a *api) ack(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// release is POST /v1/topics/{topic}/jobs/{id}/release (an extension): the lease is given
-// back unfinished, the job is due again at once and the attempt does not count.
+// release is POST /v1/topics/{topic}/jobs/{id}/release: the lease is given back unfinished
+// and the attempt does not count. The job is due again at once, or, with delay_ms or run_at,
+// then: a snooze, which the job counts and which past its max_snoozes makes it dead.
 func (a *api) release(w http.ResponseWriter, r *http.Request) error {
-	if _, err := a.withLease(w, r, a.c.Release); err != nil {
+	var q apiv1.ReleaseRequest
+	l, err := readLease(w, r, &q, &q.Lease)
+	if err != nil {
 		return err
+	}
+	var o delayq.ReleaseOptions
+	switch {
+	case q.DelayMs != nil && q.RunAt != nil:
+		return invalidf("run_at", "give delay_ms or run_at, not both")
+	case q.DelayMs != nil:
+		d, err := duration("delay_ms", *q.DelayMs)
+		if err != nil {
+			return err
+		}
+		o.Delay = &d
+	case q.RunAt != nil:
+		if o.RunAt, err = parseRunAt(*q.RunAt); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := a.storeContext(r)
+	defer cancel()
+	dead, err := bounded(ctx, a.inline, func(ctx context.Context) (bool, error) {
+		return a.c.Release(ctx, l, o)
+	})
+	if err != nil {
+		return err
+	}
+	if dead && a.m != nil {
+		a.m.Dead.WithLabelValues(l.Topic).Inc()
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil

@@ -266,6 +266,41 @@ func TestNackTouchRelease(t *testing.T) {
 	}
 }
 
+// A release with delay_ms or run_at is a snooze: the job is due then, keeps its attempts and
+// counts the snooze, which its JSON shows; past max_snoozes it goes dead and says why.
+func TestReleaseWithADelaySnoozes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	e.enqueue("s", map[string]any{"id": "j", "max_snoozes": 1})
+	r1 := e.reserveOne("s", nil)
+	e.call("POST", "/v1/topics/s/jobs/j/release", map[string]any{"lease": r1.Lease, "delay_ms": 60000}).want(t, http.StatusNoContent)
+	raw := decode[map[string]any](t, e.call("GET", "/v1/topics/s/jobs/j", nil).want(t, http.StatusOK))
+	if raw["snoozes"] != 1.0 || raw["max_snoozes"] != 1.0 || raw["attempts"] != 0.0 || raw["state"] != "delayed" {
+		t.Fatalf("after a release with delay_ms: %v; want delayed, 1 snooze of at most 1, 0 attempts", raw)
+	}
+	if d := time.Until(e.get("s", "j").RunAt.Time); d < 50*time.Second || d > 61*time.Second {
+		t.Fatalf("due %v from now, want the 60 s asked for", d)
+	}
+	e.call("PATCH", "/v1/topics/s/jobs/j", map[string]any{"delay_ms": 0}).want(t, http.StatusOK)
+	r2 := e.reserveOne("s", nil)
+	if r2.Attempts != 1 || r2.Snoozes != 1 {
+		t.Fatalf("back after the snooze: attempts %d, snoozes %d; want 1 and 1", r2.Attempts, r2.Snoozes)
+	}
+	at := time.Now().Add(time.Hour).UTC().Format(time.RFC3339Nano)
+	e.call("POST", "/v1/topics/s/jobs/j/release", map[string]any{"lease": r2.Lease, "run_at": at}).want(t, http.StatusNoContent)
+	if g := e.get("s", "j"); g.State != "dead" || g.Snoozes != 2 || g.LastError != "snoozed more than max_snoozes (1) times" {
+		t.Fatalf("second snooze of at most 1: %+v; want dead, 2 snoozes, and why", g)
+	}
+
+	e.enqueue("s", map[string]any{"id": "k"})
+	rk := e.reserveOne("s", nil)
+	want := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
+	e.call("POST", "/v1/topics/s/jobs/k/release", map[string]any{"lease": rk.Lease, "run_at": want.Format(time.RFC3339Nano)}).want(t, http.StatusNoContent)
+	if g := e.get("s", "k"); g.State != "delayed" || g.Snoozes != 1 || g.Attempts != 0 || !g.RunAt.Time.Equal(want) {
+		t.Fatalf("after a release with run_at %v: %+v; want delayed then, 1 snooze, 0 attempts", want, g)
+	}
+}
+
 func TestExpiredLease(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, nil)

@@ -101,6 +101,9 @@ func specOf(q *apiv1.EnqueueRequest) (delayq.Spec, error) {
 	if q.MaxRetries != nil {
 		s.MaxRetries, s.NoRetries = int(*q.MaxRetries), *q.MaxRetries == 0
 	}
+	if q.MaxSnoozes != nil {
+		s.MaxSnoozes = int(*q.MaxSnoozes)
+	}
 	if q.BackoffMs != nil {
 		s.Backoff = make([]time.Duration, len(q.BackoffMs))
 		for i, step := range q.BackoffMs {

@@ -272,15 +272,26 @@ func (b *Backend) deleted(ctx context.Context, n uint64, j store.BeanstalkdJob) 
 	}
 }
 
-// Release implements proto.Backend.
+// Release implements proto.Backend. A release with a delay is a snooze, the same operation as
+// the HTTP API's and delayq.Client.Release's with a delay: the job counts a snooze, and one
+// past its max_snoozes (which only a job enqueued over HTTP or in Go can have) is buried,
+// as beanstalkd buries a job it cannot release.
 func (b *Backend) Release(ctx context.Context, s proto.Session, n uint64, pri uint32, delay time.Duration) (bool, error) {
 	h, ok := b.held(s, n)
 	if !ok {
 		return false, proto.ErrNotFound
 	}
 	b.drop(s, n)
-	if err := b.inside.ReleaseRanked(ctx, lease(h), pri, delay); err != nil {
+	dead, err := b.inside.ReleaseRanked(ctx, lease(h), pri, delay)
+	if err != nil {
 		return false, storeError(err)
+	}
+	if dead {
+		b.count(ctx, store.BeanstalkdJobCounter(n, "buries"), 1)
+		if err := b.st.NoteBurial(ctx, n); err != nil {
+			b.log.Warn("beanstalkd: noting a burial: kick may take it out of order", "id", n, "err", err)
+		}
+		return true, nil
 	}
 	b.count(ctx, store.BeanstalkdJobCounter(n, "releases"), 1)
 	b.setDelay(ctx, n, delay)
@@ -343,7 +354,7 @@ func (b *Backend) Disconnect(ctx context.Context, s proto.Session) error {
 	b.mu.Unlock()
 	var errs []error
 	for n, h := range jobs {
-		err := b.c.Release(ctx, h.lease)
+		_, err := b.c.Release(ctx, h.lease, delayq.ReleaseOptions{})
 		if err == nil {
 			// The reserve counts, as a release's does, though no release was asked for.
 			b.count(ctx, store.BeanstalkdJobCounter(n, "returns"), 1)

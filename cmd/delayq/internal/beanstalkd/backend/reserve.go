@@ -285,7 +285,7 @@ func (b *Backend) reserveEach(ctx context.Context, topics []string, wait time.Du
 func (b *Backend) giveBack(j *delayq.Job) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := b.c.Release(ctx, j.Lease()); err != nil {
+	if _, err := b.c.Release(ctx, j.Lease(), delayq.ReleaseOptions{}); err != nil {
 		b.log.Warn("beanstalkd: giving a job back: it comes back after its TTR", "topic", j.Topic, "id", j.ID, "err", err)
 	}
 }
