@@ -1,25 +1,34 @@
 -- enqueue.lua: add jobs to one partition; each job succeeds or fails alone.
--- KEYS: see lib.lua.
+-- KEYS: see lib.lua; while the replay window is on, KEYS[13..] are the ended markers
+-- (mark_ended) of the jobs with a fingerprint, in order.
 -- ARGV[4] job count n; ARGV[5] the jobs' lanes, a character each: '1' push (a callback URL),
--- '0' pull; then n groups of 5 values:
---   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
---   the record's fields before created at, and those after the delay (both encoded by the caller)
+-- '0' pull; then n groups of 6 values:
+--   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given), the fingerprint
+--   of what the caller asked (store.Fingerprint; '' for an id the caller did not choose),
+--   the record's fields before created at, and those after the delay (both encoded by the
+--   caller; the fingerprint, when given, is the last of them)
 -- Returns: {now, status_1, run_at_1, created_1, ..., status_n, run_at_n, created_n[, traces]};
 -- status 1 = added (created is now), 2 = the same job was added by an identical enqueue within
--- the replay window and is still as that enqueue made it (its run_at and created are the first
--- one's), 0 = the id exists (run_at and created 0). traces, present when a repeat's stored trace
--- headers differ from this call's, is {i, traceparent, tracestate, ...} for those repeats (i from
--- 0, '' for a header the job lacks): the repeat answers the job as stored.
+-- the replay window (its run_at and created are the first one's), 0 = the id exists (run_at and
+-- created 0). traces, present when a repeat's stored trace headers differ from this call's, is
+-- {i, traceparent, tracestate, ...} for those repeats (i from 0, '' for a header the job lacks):
+-- the repeat answers the job as stored.
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
 -- one ZADD. The call records its time, the positions of the jobs that existed and those of the
 -- repeats with their times, from which a second run of the call rebuilds the same answer and
 -- stores nothing. The record is read first: by the second run the jobs may have been acked or
 -- cancelled, and must not come back.
--- A repeat is told by its record: the same fields as this call would store (byte for byte but
--- for the trace headers, which a retry in a new span changes), at the same due time, created no
--- longer than the window ago, never failed (a failure rewrites the record) nor released or
--- rescheduled (those change the delay). So a caller whose answer was lost may send the same
--- job again and learn that it was stored, without a second job.
+-- A job with a fingerprint is repeated by an enqueue of the same id and fingerprint within the
+-- replay window of its creation, whatever became of it since: it may be due, leased, failed,
+-- dead, released or rescheduled (its record says so), or acked, cancelled or deleted dead (its
+-- ended marker says so; the first enqueue's trace headers then are not known, and the answer
+-- carries this call's). A job without one (an id the caller did not choose) is told by its
+-- record: the same fields as this call would store (byte for byte but for the trace headers,
+-- which a retry in a new span changes), at the same due time, created no longer than the
+-- window ago, never failed nor released or rescheduled. So a caller whose answer was lost may
+-- send the same job again and learn that it was stored, without a second job or a second run.
+-- The marker is read before the record is added (one GET per job with a fingerprint): another
+-- job may have taken the id since, and the retry still answers its own first call.
 local n = tonumber(ARGV[4])
 local LANES = ARGV[5]
 
@@ -41,7 +50,7 @@ local function replay()
   local traces = rec[4]
   local out = {now}
   for i = 0, n - 1 do
-    local a = 6 + i * 5
+    local a = 6 + i * 6
     if existed[i] then
       add(out, 0, 0, 0)
     elseif repeats[i] then
@@ -80,17 +89,45 @@ local function same_but_trace(a, b)
   return x[F_HEADERS] or {}
 end
 
--- repeat_of answers the due time and creation time of job id when its stored record is the one
--- this call would store for it (head and tail), made within the window at the due time this
--- call asks for (delay, or run_at when delay is ''); else nil. A third value, when the stored
--- trace headers differ from this call's, is the stored headers.
-local function repeat_of(id, delay, run_at, head, tail)
+-- first_run_at is the due time the first enqueue of a job created at created answered, for an
+-- identical call asking delay, or run_at when delay is ''.
+local function first_run_at(created, delay, run_at)
+  if delay ~= '' then return created + tonumber(delay) end
+  return tonumber(run_at)
+end
+
+-- ended_repeat answers the due time and creation time of the job whose ended marker is key
+-- (nil when there is none to read) when it ended within the window of its creation and had
+-- fingerprint print; else nil.
+local function ended_repeat(key, print, delay, run_at)
+  if not key then return nil end
+  local m = redis.call('GET', key)
+  if not m then return nil end
+  local _, _, created, p = cmsgpack.unpack(m)
+  if p ~= print or NOW - created > WINDOW then return nil end
+  return first_run_at(created, delay, run_at), created
+end
+
+-- repeat_of answers the due time and creation time of job id, made within the window, when
+-- this call repeats its enqueue: its stored fingerprint is print, or, without one, its stored
+-- record is the one this call would store for it (head and tail) at the due time this call
+-- asks for (delay, or run_at when delay is ''); else nil. A third value, when the stored trace
+-- headers may differ from this call's, is the stored headers.
+local function repeat_of(id, print, delay, run_at, head, tail)
   if WINDOW == 0 then return nil end
   local stored = redis.call('HGET', JOBS, id)
   if not stored then return nil end
   local f = {cmsgpack.unpack_limit(stored, F_DELAY)} -- the offset read to, then the fields
   local created, d = f[1 + F_CREATED], f[1 + F_DELAY]
   if NOW - created > WINDOW then return nil end
+  if print ~= '' then
+    if stored == head .. cmsgpack.pack(created, d) .. tail then
+      return first_run_at(created, delay, run_at), created
+    end
+    local x = pack_values(cmsgpack.unpack(stored))
+    if x.n ~= F_PRINT or x[F_PRINT] ~= print then return nil end
+    return first_run_at(created, delay, run_at), created, x[F_HEADERS] or {}
+  end
   if delay ~= '' then
     if d ~= tonumber(delay) then return nil end
   elseif created + d ~= tonumber(run_at) then
@@ -113,13 +150,23 @@ local scheduled = {}
 local existed = {}
 local repeats = {}
 local traces -- made only when a repeat needs it
+local marker = 12 -- the last ended marker's position in KEYS
 for i = 0, n - 1 do
-  local a = 6 + i * 5
-  local id = ARGV[a]
+  local a = 6 + i * 6
+  local id, print = ARGV[a], ARGV[a + 3]
+  local key
+  if print ~= '' and WINDOW > 0 then
+    marker = marker + 1
+    key = KEYS[marker]
+  end
+  local run_at, created = ended_repeat(key, print, ARGV[a + 1], ARGV[a + 2])
   local t
   if ARGV[a + 1] ~= '' then t = NOW + tonumber(ARGV[a + 1]) else t = tonumber(ARGV[a + 2]) end
-  local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
-  if redis.call('HSETNX', JOBS, id, rec) == 1 then
+  local rec = ARGV[a + 4] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 5]
+  if run_at then
+    add(repeats, i, run_at, created)
+    add(out, 2, run_at, created)
+  elseif redis.call('HSETNX', JOBS, id, rec) == 1 then
     scheduled[#scheduled + 1] = string.format('%d', t)
     scheduled[#scheduled + 1] = id
     local lane = 'pull'
@@ -127,7 +174,8 @@ for i = 0, n - 1 do
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
     add(out, 1, t, NOW)
   else
-    local run_at, created, headers = repeat_of(id, ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+    local headers
+    run_at, created, headers = repeat_of(id, print, ARGV[a + 1], ARGV[a + 2], ARGV[a + 4], ARGV[a + 5])
     if run_at then
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)
