@@ -69,7 +69,12 @@ func runServer(ctx context.Context, cfg serverConfig, opts *serverOptions, stder
 	}
 	started.add(func() { closeRedis(bg, rdb, emb, log) })
 
-	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.namespace, Partitions: cfg.partitions, Logger: log, ExpireAllLeases: true})
+	replay := cfg.replayWindow
+	if replay == 0 {
+		replay = -1 // none; the library's 0 is its default
+	}
+	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.namespace, Partitions: cfg.partitions, Logger: log,
+		ExpireAllLeases: true, ReplayWindow: replay})
 	if err != nil {
 		return fmt.Errorf("connecting to Redis at %s: %w", redisDesc, err)
 	}

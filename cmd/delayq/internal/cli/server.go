@@ -40,6 +40,7 @@ type serverConfig struct {
 	webhookConcurrency int
 	shutdownTimeout    time.Duration
 	requestTimeout     time.Duration
+	replayWindow       time.Duration
 	redisServer        string
 	appendFsync        string
 	metrics            bool
@@ -106,6 +107,7 @@ that the collector runs sooner when the heap nears it.`),
 	f.IntVar(&cfg.webhookConcurrency, "webhook-concurrency", 16, "webhook deliveries in flight at once")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long a shutdown waits for requests and webhook deliveries in flight")
 	f.DurationVar(&cfg.requestTimeout, "request-timeout", 5*time.Second, "bound on each store call of a request, beyond a reserve's wait")
+	f.DurationVar(&cfg.replayWindow, "replay-window", 30*time.Second, "how long a request sent again after a lost answer answers as the first did: an enqueue of the same id and job within it of the job's creation answers 201 with that job, even once it ran, and a cancel retried 204; every state change and every job ended within it cost Redis a small record for that long (docs/states.md); 0 turns it off")
 	f.StringVar(&cfg.redisServer, "redis-server", "redis-server", "the redis-server executable of the embedded Redis, a path or a name on PATH")
 	f.StringVar(&cfg.appendFsync, "redis-appendfsync", "everysec", "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")
 	f.BoolVar(&cfg.metrics, "metrics", true, "serve Prometheus metrics at /metrics")
@@ -195,6 +197,9 @@ func (c *serverConfig) validate() (*serverOptions, error) {
 	}
 	if c.webhookConcurrency < 1 {
 		fail("--webhook-concurrency %d: want at least 1", c.webhookConcurrency)
+	}
+	if c.replayWindow < 0 {
+		fail("--replay-window %v: want a duration, or 0 for none", c.replayWindow)
 	}
 	if c.shutdownTimeout <= 0 {
 		fail("--shutdown-timeout %v: want a positive duration", c.shutdownTimeout)
