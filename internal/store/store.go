@@ -308,12 +308,15 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 }
 
 func enqueueArgs(jobs []NewJob) []any {
-	args := make([]any, 0, 2+6*len(jobs))
+	args := make([]any, 0, 2+5*len(jobs))
 	lanes := make([]byte, len(jobs))
 	for i, j := range jobs {
 		lanes[i] = '0'
 		if j.Callback != "" {
-			lanes[i] = '1'
+			lanes[i]++
+		}
+		if j.Print != nil {
+			lanes[i] += 2 // the fingerprint ends the tail
 		}
 	}
 	args = append(args, len(jobs), string(lanes))
@@ -322,7 +325,7 @@ func enqueueArgs(jobs []NewJob) []any {
 		if j.RunAtMs != 0 {
 			delay, at = "", strconv.FormatInt(j.RunAtMs, 10)
 		}
-		args = append(args, j.ID, delay, at, j.Print, recordHead(j), recordTail(j))
+		args = append(args, j.ID, delay, at, recordHead(j), recordTail(j))
 	}
 	return args
 }

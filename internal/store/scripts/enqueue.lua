@@ -2,11 +2,11 @@
 -- KEYS: see lib.lua; while the replay window is on, KEYS[13..] are the ended markers
 -- (mark_ended) of the jobs with a fingerprint, in order.
 -- ARGV[4] job count n; ARGV[5] the jobs' lanes, a character each: '1' push (a callback URL),
--- '0' pull; then n groups of 6 values:
---   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given), the fingerprint
---   of what the caller asked (store.Fingerprint; '' for an id the caller did not choose),
---   the record's fields before created at, and those after the delay (both encoded by the
---   caller; the fingerprint, when given, is the last of them)
+-- '0' pull, and '3' and '2' for the same with a fingerprint of what the caller asked
+-- (store.Fingerprint, none for an id the caller did not choose), which is then the record's
+-- last field: the last PRINT_LEN bytes of the tail; then n groups of 5 values:
+--   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
+--   the record's fields before created at, and those after the delay (both encoded by the caller)
 -- Returns: {now, status_1, run_at_1, created_1, ..., status_n, run_at_n, created_n[, traces]};
 -- status 1 = added (created is now), 2 = the same job was added by an identical enqueue within
 -- the replay window (its run_at and created are the first one's), 0 = the id exists (run_at and
@@ -50,7 +50,7 @@ local function replay()
   local traces = rec[4]
   local out = {now}
   for i = 0, n - 1 do
-    local a = 6 + i * 6
+    local a = 6 + i * 5
     if existed[i] then
       add(out, 0, 0, 0)
     elseif repeats[i] then
@@ -89,30 +89,12 @@ local function same_but_trace(a, b)
   return x[F_HEADERS] or {}
 end
 
--- first_run_at is the due time the first enqueue of a job created at created answered, for an
--- identical call asking delay, or run_at when delay is ''.
-local function first_run_at(created, delay, run_at)
-  if delay ~= '' then return created + tonumber(delay) end
-  return tonumber(run_at)
-end
-
--- ended_repeat answers the due time and creation time of the job whose ended marker is key
--- (nil when there is none to read) when it ended within the window of its creation and had
--- fingerprint print; else nil.
-local function ended_repeat(key, print, delay, run_at)
-  if not key then return nil end
-  local m = redis.call('GET', key)
-  if not m then return nil end
-  local _, _, created, p = cmsgpack.unpack(m)
-  if p ~= print or NOW - created > WINDOW then return nil end
-  return first_run_at(created, delay, run_at), created
-end
-
 -- repeat_of answers the due time and creation time of job id, made within the window, when
 -- this call repeats its enqueue: its stored fingerprint is print, or, without one, its stored
 -- record is the one this call would store for it (head and tail) at the due time this call
 -- asks for (delay, or run_at when delay is ''); else nil. A third value, when the stored trace
--- headers may differ from this call's, is the stored headers.
+-- headers may differ from this call's, is the stored headers. The due time answered is the
+-- first call's: created plus the delay asked, or the run_at asked.
 local function repeat_of(id, print, delay, run_at, head, tail)
   if WINDOW == 0 then return nil end
   local stored = redis.call('HGET', JOBS, id)
@@ -121,12 +103,12 @@ local function repeat_of(id, print, delay, run_at, head, tail)
   local created, d = f[1 + F_CREATED], f[1 + F_DELAY]
   if NOW - created > WINDOW then return nil end
   if print ~= '' then
-    if stored == head .. cmsgpack.pack(created, d) .. tail then
-      return first_run_at(created, delay, run_at), created
-    end
+    local first = tonumber(run_at)
+    if delay ~= '' then first = created + tonumber(delay) end
+    if stored == head .. cmsgpack.pack(created, d) .. tail then return first, created end
     local x = pack_values(cmsgpack.unpack(stored))
     if x.n ~= F_PRINT or x[F_PRINT] ~= print then return nil end
-    return first_run_at(created, delay, run_at), created, x[F_HEADERS] or {}
+    return first, created, x[F_HEADERS] or {}
   end
   if delay ~= '' then
     if d ~= tonumber(delay) then return nil end
@@ -152,17 +134,29 @@ local repeats = {}
 local traces -- made only when a repeat needs it
 local marker = 12 -- the last ended marker's position in KEYS
 for i = 0, n - 1 do
-  local a = 6 + i * 6
-  local id, print = ARGV[a], ARGV[a + 3]
-  local key
-  if print ~= '' and WINDOW > 0 then
-    marker = marker + 1
-    key = KEYS[marker]
-  end
-  local run_at, created = ended_repeat(key, print, ARGV[a + 1], ARGV[a + 2])
+  local a = 6 + i * 5
+  local id, delay = ARGV[a], ARGV[a + 1]
+  local kind = string.byte(LANES, i + 1) - 48 -- 1: push; 2: a fingerprint
   local t
-  if ARGV[a + 1] ~= '' then t = NOW + tonumber(ARGV[a + 1]) else t = tonumber(ARGV[a + 2]) end
-  local rec = ARGV[a + 4] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 5]
+  if delay ~= '' then t = NOW + tonumber(delay) else t = tonumber(ARGV[a + 2]) end
+  -- A job that ended within the window: its marker answers an identical enqueue (the first
+  -- call's due time: created plus the delay asked, or the run_at asked, t).
+  local print, run_at, created = ''
+  if kind >= 2 then
+    print = string.sub(ARGV[a + 4], -PRINT_LEN)
+    if WINDOW > 0 then
+      marker = marker + 1
+      local m = redis.call('GET', KEYS[marker])
+      if m then
+        local _, _, c, p = cmsgpack.unpack(m)
+        if p == print and NOW - c <= WINDOW then
+          created, run_at = c, t
+          if delay ~= '' then run_at = c + tonumber(delay) end
+        end
+      end
+    end
+  end
+  local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
   if run_at then
     add(repeats, i, run_at, created)
     add(out, 2, run_at, created)
@@ -170,12 +164,12 @@ for i = 0, n - 1 do
     scheduled[#scheduled + 1] = string.format('%d', t)
     scheduled[#scheduled + 1] = id
     local lane = 'pull'
-    if string.byte(LANES, i + 1) == 49 then lane = 'push' end
+    if kind % 2 == 1 then lane = 'push' end
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
     add(out, 1, t, NOW)
   else
     local headers
-    run_at, created, headers = repeat_of(id, print, ARGV[a + 1], ARGV[a + 2], ARGV[a + 4], ARGV[a + 5])
+    run_at, created, headers = repeat_of(id, print, delay, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
     if run_at then
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)

@@ -384,13 +384,14 @@ end
 -- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
 -- one (the job is then left as it is).
 local function ack_leases(first, ended)
-  local out, done, pair = {}, {}, {}
+  if WINDOW <= 0 then ended = nil end
+  local out, done, pair = {}, {}, ended and {}
   for i = first, #ARGV - 1, 2 do
     local id = ARGV[i]
     if not done[id] and owned(id, ARGV[i + 1]) then
       done[id] = true
       done[#done + 1] = id
-      pair[#done] = #out
+      if pair then pair[#done] = #out end
       out[#out + 1] = 1
     else
       out[#out + 1] = 0
@@ -399,7 +400,6 @@ local function ack_leases(first, ended)
   -- The records are read before they go, and archived and marked after: over maxmemory Redis
   -- refuses a script whose first write may grow memory (XADD, SET), and acks must free memory
   -- then.
-  if WINDOW <= 0 then ended = nil end
   local recs = {}
   if ARCHIVE ~= 0 or ended then
     for k, id in ipairs(done) do recs[k] = redis.call('HGET', JOBS, id) end
