@@ -8,7 +8,7 @@
 # it runs on the Node.js pinned in tools/openapi-lint/node, an npm package (linux-x64 only).
 set -euo pipefail
 cd "$(dirname "$0")/../tools/openapi-lint"
-doc=../../internal/httpapi/openapi.json
+doc=../../cmd/delayq/internal/httpapi/openapi.json
 
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 	echo "lint-openapi: needs Node.js and npm; on Debian: apt-get install nodejs npm" >&2
