@@ -3,7 +3,9 @@ package delayq
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +31,25 @@ func BenchmarkEnqueue(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			if _, err := c.Enqueue(ctx, "bench", Spec{Body: body100, Delay: time.Hour}); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+}
+
+// BenchmarkEnqueueNamedJobs is BenchmarkEnqueue with ids of the caller's: each job's
+// fingerprint is computed and stored, and its ended marker looked for.
+func BenchmarkEnqueueNamedJobs(b *testing.B) {
+	c, _ := newBenchClient(b)
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			id := "order-" + strconv.FormatInt(next.Add(1), 10)
+			if _, err := c.Enqueue(ctx, "bench", Spec{ID: id, Body: body100, Delay: time.Hour}); err != nil {
 				b.Error(err)
 				return
 			}
@@ -72,14 +93,23 @@ func BenchmarkEnqueueBatch(b *testing.B) {
 	b.ReportMetric(float64(b.N*len(specs))/b.Elapsed().Seconds(), "jobs/s")
 }
 
-func BenchmarkReserveAck(b *testing.B) {
+func BenchmarkReserveAck(b *testing.B) { benchmarkReserveAck(b, false) }
+
+// BenchmarkReserveAckNamedJobs is BenchmarkReserveAck with jobs enqueued with ids of the
+// caller's: each record carries a fingerprint, and each ack leaves an ended marker.
+func BenchmarkReserveAckNamedJobs(b *testing.B) { benchmarkReserveAck(b, true) }
+
+func benchmarkReserveAck(b *testing.B, named bool) {
 	c, _ := newBenchClient(b)
 	ctx := context.Background()
 	specs := make([]Spec, 1000)
-	for i := range specs {
-		specs[i] = Spec{Body: body100}
-	}
 	for i := 0; i < b.N; i += len(specs) {
+		for k := range specs {
+			specs[k] = Spec{Body: body100}
+			if named {
+				specs[k].ID = fmt.Sprintf("order-%d", i+k)
+			}
+		}
 		if _, err := c.EnqueueBatch(ctx, "bench", specs); err != nil {
 			b.Fatal(err)
 		}

@@ -105,9 +105,14 @@ type Config struct {
 	// call sent again answers as the first did instead of acting twice: go-redis re-sends a
 	// command whose connection broke after it was written (up to MaxRetries times, also after
 	// a Redis restart or failover), and a caller may repeat an Ack, Nack or Release with the
-	// same lease. A repeat after the window acts afresh: an enqueue then meets ErrExists, a
-	// settled lease ErrLeaseLost. Each recorded call costs Redis memory for
-	// the window (about 170 bytes). Defaults to 30s; negative keeps nothing (replays are then not safe).
+	// same lease. An Enqueue of a job with an id repeated within the window of the job's
+	// creation answers the first call's job even once the job has run and ended, and a Cancel
+	// repeated answers nil again (docs/states.md, "Retrying an enqueue or a cancel"). A repeat
+	// after the window acts afresh: an enqueue then meets ErrExists (or adds a new job, when
+	// the first has ended), a settled lease ErrLeaseLost. Each recorded call costs Redis memory
+	// for the window (about 170 bytes), and so does each job with an id that ends within the
+	// window of its creation (136 bytes). Defaults to 30s; negative keeps nothing (replays are
+	// then not safe).
 	ReplayWindow time.Duration
 	// ExpireAllLeases makes the Client expire the leases of every topic of the namespace at
 	// their deadlines, not only of the topics it consumes (by Reserve or a Worker, which it

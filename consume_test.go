@@ -292,19 +292,83 @@ func TestCancelIsFinal(t *testing.T) {
 		if err := c.Cancel(ctx, "t", id); err != nil {
 			t.Fatalf("Cancel(%s): %v", id, err)
 		}
-		if err := c.Cancel(ctx, "t", id); !errors.Is(err, ErrNotFound) {
-			t.Errorf("second Cancel(%s) = %v, want ErrNotFound", id, err)
+		// Within the replay window a second cancel is taken for a retry of the first, whose
+		// answer may have been lost: it answers as the first did, and deletes nothing.
+		if err := c.Cancel(ctx, "t", id); err != nil {
+			t.Errorf("second Cancel(%s) within the replay window = %v, want nil", id, err)
 		}
 	}
 	if err := c.Ack(ctx, Lease{Topic: "t", ID: "reserved", Token: r.LeaseToken}); !errors.Is(err, ErrLeaseLost) {
 		t.Errorf("Ack after Cancel = %v, want ErrLeaseLost", err)
 	}
 	advance(c, time.Hour)
+	for _, id := range []string{"delayed", "reserved"} {
+		if err := c.Cancel(ctx, "t", id); !errors.Is(err, ErrNotFound) {
+			t.Errorf("second Cancel(%s) = %v, want ErrNotFound", id, err)
+		}
+	}
 	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Max: 10}); len(jobs) != 0 {
 		t.Errorf("cancelled jobs handed out: %v", jobs)
 	}
 	if s, _ := c.Stats(ctx, "t"); *s != (TopicStats{Name: "t", Partitions: 1}) {
 		t.Errorf("stats after cancelling everything: %+v", s)
+	}
+}
+
+// A cancel retried within the replay window of the job's creation, its first answer lost,
+// answers success again when the job was cancelled, and says what became of it when it ended
+// otherwise; an id never seen, or a job gone longer than the window, is ErrNotFound.
+func TestCancelRetried(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "cancelled", Delay: time.Minute})
+	mustEnqueue(t, c, "t", Spec{ID: "acked"})
+	j := reserveOne(t, c, "t", 0)
+	if err := c.Ack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, c, "t", Spec{ID: "dead"})
+	j = reserveOne(t, c, "t", 0)
+	if _, err := c.Nack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Dead: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteDead(ctx, "t", []string{"dead"}); err != nil {
+		t.Fatal(err)
+	}
+	generated := mustEnqueue(t, c, "t", Spec{Delay: time.Minute}).ID // no fingerprint
+	for _, id := range []string{"cancelled", generated} {
+		if err := c.Cancel(ctx, "t", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance(c, 20*time.Second)
+	for range 2 {
+		for _, id := range []string{"cancelled", generated} {
+			if err := c.Cancel(ctx, "t", id); err != nil {
+				t.Errorf("Cancel(%s) retried = %v, want nil", id, err)
+			}
+		}
+	}
+	for _, outcome := range []string{"acked", "dead"} {
+		err := c.Cancel(ctx, "t", outcome)
+		var ended *EndedError
+		if !errors.As(err, &ended) || ended.Outcome != outcome || ended.ID != outcome || ended.EndedAt.IsZero() {
+			t.Errorf("Cancel of a job %s = %v, want an EndedError saying so", outcome, err)
+		}
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("Cancel of a job %s = %v, want it to match ErrNotFound", outcome, err)
+		}
+	}
+	var nf *NotFoundError
+	if err := c.Cancel(ctx, "t", "never"); !errors.As(err, &nf) {
+		t.Errorf("Cancel of an id never seen = %v, want a NotFoundError", err)
+	}
+	advance(c, 11*time.Second)
+	for _, id := range []string{"cancelled", generated, "acked", "dead"} {
+		if err := c.Cancel(ctx, "t", id); !errors.As(err, &nf) {
+			t.Errorf("Cancel(%s) after the replay window = %v, want a NotFoundError", id, err)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package delayq
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/delayq/delayq/internal/store"
 )
@@ -60,6 +61,32 @@ func jobNotFound(err error, topic, id string) error {
 	}
 	return err
 }
+
+// EndedError says what became of a job that Cancel found gone: it ended otherwise within
+// Config.ReplayWindow of its creation (its ended marker says so; docs/states.md, "Retrying an enqueue or a cancel"). It matches
+// ErrNotFound: the job is gone.
+type EndedError struct {
+	Topic, ID string
+	Outcome   string // "acked", or "dead" (it went dead and was deleted from the dead letters)
+	EndedAt   time.Time
+}
+
+func (e *EndedError) Error() string { return "delayq: " + e.Message() }
+
+// Message is the error without the package's prefix, for an API's error body.
+func (e *EndedError) Message() string {
+	what := "was acked"
+	if e.Outcome == "dead" {
+		what = "went dead and was deleted"
+	} else if e.Outcome != "acked" {
+		what = "ended (" + e.Outcome + ")"
+	}
+	return fmt.Sprintf("job %q of topic %q %s at %s: there is nothing left to cancel",
+		e.ID, e.Topic, what, e.EndedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *EndedError) Is(target error) bool { return target == ErrNotFound }
 
 // NotEmptyError says what a topic that DeleteTopic would not delete holds. It matches
 // ErrNotEmpty.

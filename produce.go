@@ -13,10 +13,11 @@ import (
 
 // Enqueue adds one job to topic. Once it returns nil, the job is stored and will be delivered at
 // least once unless cancelled. A duplicate id is ErrExists and changes nothing, except that
-// the same call again — the same id and spec, within Config.ReplayWindow of the first, while
-// the job is still as it made it (not failed, released, rescheduled or finished) — answers the
-// first call's job: a caller that lost an answer may simply try again (and ErrExists then
-// still tells it the job was stored). Concurrent calls share round trips to Redis.
+// the same call again — the same id and spec (trace headers aside), within Config.ReplayWindow
+// of the job's creation — answers the first call's job, whatever became of the job since
+// (delivered, failed, acked, dead, cancelled): a caller that lost an answer may simply try
+// again, and the job is neither stored nor run a second time. Concurrent calls share round
+// trips to Redis.
 //
 // Inside a span (of ctx), the job's headers get its trace context: see Spec.Headers.
 func (c *Client) Enqueue(ctx context.Context, topic string, s Spec) (*Job, error) {
@@ -37,6 +38,9 @@ func (c *Client) enqueue(ctx context.Context, topic string, s Spec) (*Job, error
 	j, err := c.cfg.Limits.toNewJob(s, c.newID)
 	if err != nil {
 		return nil, err
+	}
+	if s.ID != "" {
+		j.Print = store.Fingerprint(j)
 	}
 	return c.enqueueJob(ctx, topic, j, s.ID == "")
 }
@@ -100,6 +104,9 @@ func (c *Client) enqueueBatch(ctx context.Context, topic string, specs []Spec) (
 		if err != nil {
 			results[i].Err = err
 			continue
+		}
+		if s.ID != "" {
+			j.Print = store.Fingerprint(j)
 		}
 		seen[j.ID] = true
 		jobs = append(jobs, j)
@@ -180,13 +187,21 @@ func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
 }
 
 // Cancel deletes a job in any state. Once it returns nil the job is never handed out again, and
-// a consumer holding its lease gets ErrLeaseLost. A job that does not exist is ErrNotFound.
+// a consumer holding its lease gets ErrLeaseLost. A job that does not exist is ErrNotFound,
+// except within Config.ReplayWindow of its creation: a job cancelled since answers nil again,
+// so that a cancel retried after a lost answer learns that it took effect, and one acked, or
+// dead and deleted, since is an *EndedError (which matches ErrNotFound) saying so.
 func (c *Client) Cancel(ctx context.Context, topic, id string) error {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
 		return jobNotFound(err, topic, id)
 	}
-	return jobNotFound(c.store.Cancel(ctx, p, id), topic, id)
+	err = c.store.Cancel(ctx, p, id)
+	var ended *store.EndedError
+	if errors.As(err, &ended) {
+		return &EndedError{Topic: topic, ID: id, Outcome: ended.Outcome, EndedAt: time.UnixMilli(ended.EndedMs)}
+	}
+	return jobNotFound(err, topic, id)
 }
 
 // Reschedule makes a delayed or ready job due delay after now (by the Redis server's clock).

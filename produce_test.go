@@ -92,7 +92,8 @@ func TestEnqueueRepeatedAnswersTheFirst(t *testing.T) {
 		}
 	}
 
-	// A job that failed once is no longer as the enqueue made it.
+	// A job that failed once is still the one the enqueue made: its retry answers the first
+	// call's job, and stores nothing.
 	now := mustEnqueue(t, c, "t", Spec{ID: "c", Body: []byte("x")})
 	j := reserveOne(t, c, "t", time.Second)
 	if j == nil || j.ID != now.ID {
@@ -102,8 +103,17 @@ func TestEnqueueRepeatedAnswersTheFirst(t *testing.T) {
 	if _, err := c.Nack(ctx, Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Delay: &hour}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Enqueue(ctx, "t", Spec{ID: "c", Body: []byte("x")}); !errors.Is(err, ErrExists) {
-		t.Errorf("after a failure: Enqueue = %v, want ErrExists", err)
+	retried, err := c.Enqueue(ctx, "t", Spec{ID: "c", Body: []byte("x")})
+	if err != nil {
+		t.Errorf("after a failure: Enqueue = %v, want the first job", err)
+	} else if diff := cmp.Diff(now, retried); diff != "" {
+		t.Errorf("after a failure: the retry answered another job (-first +retry):\n%s", diff)
+	}
+	if got, _ := c.Get(ctx, "t", "c"); got == nil || got.Attempts != 1 || got.State != StateDelayed {
+		t.Errorf("after a failure: the retry changed the job: %+v", got)
+	}
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "c", Body: []byte("y")}); !errors.Is(err, ErrExists) {
+		t.Errorf("after a failure, another body: Enqueue = %v, want ErrExists", err)
 	}
 	// Nor is one older than the replay window.
 	advance(c, 31*time.Second)
@@ -504,4 +514,138 @@ func TestCoalescedEnqueuesWithAShardDown(t *testing.T) {
 			t.Errorf("%s: on the dead shard %v, Enqueue error %v", id, onDead(id), err)
 		}
 	}
+}
+
+// An enqueue retried with the same id and spec within the replay window of the job's creation
+// answers the first call's job whatever became of the job since: acked, dead, cancelled. It is
+// neither stored nor delivered again. Another spec, or the same one after the window, is a new
+// job: the id is free once its job has ended.
+func TestEnqueueRetriedAfterTheJobEnded(t *testing.T) {
+	t.Parallel()
+	spec := Spec{ID: "order-1", Body: []byte(`{"n":1}`), Format: FormatJSON, Priority: 2,
+		Headers: map[string]string{"x-tenant": "a"}}
+	ends := map[string]func(t *testing.T, c *Client){
+		"acked": func(t *testing.T, c *Client) {
+			j := reserveOne(t, c, "t", 0)
+			if err := c.Ack(testContext(t), Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"dead": func(t *testing.T, c *Client) {
+			j := reserveOne(t, c, "t", 0)
+			if _, err := c.Nack(testContext(t), Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Dead: true}); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"dead and deleted": func(t *testing.T, c *Client) {
+			j := reserveOne(t, c, "t", 0)
+			if _, err := c.Nack(testContext(t), Lease{Topic: "t", ID: j.ID, Token: j.LeaseToken}, NackOptions{Dead: true}); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := c.DeleteDead(testContext(t), "t", []string{j.ID}); err != nil || n != 1 {
+				t.Fatalf("DeleteDead: %d, %v", n, err)
+			}
+		},
+		"cancelled": func(t *testing.T, c *Client) {
+			if err := c.Cancel(testContext(t), "t", spec.ID); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"cancelled while reserved": func(t *testing.T, c *Client) {
+			reserveOne(t, c, "t", 0)
+			if err := c.Cancel(testContext(t), "t", spec.ID); err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, end := range ends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			first := mustEnqueue(t, c, "t", spec)
+			end(t, c)
+			before, _ := c.Get(ctx, "t", spec.ID)
+			advance(c, 20*time.Second)
+			again, err := c.Enqueue(ctx, "t", spec)
+			if err != nil {
+				t.Fatalf("the same Enqueue after the job ended = %v, want the first job", err)
+			}
+			if diff := cmp.Diff(first, again); diff != "" {
+				t.Errorf("the retry answered another job (-first +retry):\n%s", diff)
+			}
+			if batch, err := c.EnqueueBatch(ctx, "t", []Spec{spec}); err != nil || batch[0].Err != nil {
+				t.Errorf("the same job in a batch = %v, %v; want the first job", batch, err)
+			} else if diff := cmp.Diff(first, batch[0].Job); diff != "" {
+				t.Errorf("the batch answered another job (-first +retry):\n%s", diff)
+			}
+			if jobs, err := c.Reserve(ctx, "t", ReserveOptions{Max: 10}); err != nil || len(jobs) != 0 {
+				t.Errorf("after the retry a reserve got %d jobs (%v), want none: the job ran twice", len(jobs), err)
+			}
+			if after, _ := c.Get(ctx, "t", spec.ID); !cmp.Equal(before, after) {
+				t.Errorf("the retry changed what is stored (-before +after):\n%s", cmp.Diff(before, after))
+			}
+
+			other := spec
+			other.Body = []byte(`{"n":2}`)
+			if before == nil {
+				// Once the job is gone another job may take its id.
+				j, err := c.Enqueue(ctx, "t", other)
+				if err != nil || !j.CreatedAt.After(first.CreatedAt) {
+					t.Fatalf("another job with the id after the end = %+v, %v; want a new job", j, err)
+				}
+				if got := reserveOne(t, c, "t", 0); string(got.Body) != `{"n":2}` {
+					t.Errorf("delivered %q, want the new job", got.Body)
+				}
+			} else if _, err := c.Enqueue(ctx, "t", other); !errors.Is(err, ErrExists) {
+				t.Errorf("another job with the id of a dead job = %v, want ErrExists", err)
+			}
+		})
+	}
+
+	t.Run("after the replay window", func(t *testing.T) {
+		t.Parallel()
+		c, _ := newTestClient(t, Config{})
+		ctx := testContext(t)
+		first := mustEnqueue(t, c, "t", spec)
+		ends["acked"](t, c)
+		advance(c, 31*time.Second)
+		again, err := c.Enqueue(ctx, "t", spec)
+		if err != nil || !again.CreatedAt.After(first.CreatedAt) {
+			t.Fatalf("the same Enqueue after the window = %+v, %v; want a new job", again, err)
+		}
+		if got := reserveOne(t, c, "t", 0); got.ID != spec.ID {
+			t.Errorf("delivered %q, want the new job", got.ID)
+		}
+	})
+
+	t.Run("replays off", func(t *testing.T) {
+		t.Parallel()
+		c, rdb := newTestClient(t, Config{ReplayWindow: -1})
+		ctx := testContext(t)
+		first := mustEnqueue(t, c, "t", spec)
+		ends["acked"](t, c)
+		if n, err := rdb.Keys(ctx, "*ended*").Result(); err != nil || len(n) != 0 {
+			t.Errorf("ended markers without a replay window: %v, %v", n, err)
+		}
+		advance(c, time.Second)
+		again, err := c.Enqueue(ctx, "t", spec)
+		if err != nil || !again.CreatedAt.After(first.CreatedAt) {
+			t.Fatalf("the same Enqueue without a replay window = %+v, %v; want a new job", again, err)
+		}
+		if got := reserveOne(t, c, "t", 0); got.ID != spec.ID {
+			t.Errorf("delivered %q, want the new job", got.ID)
+		}
+	})
+
+	t.Run("a generated id leaves no marker", func(t *testing.T) {
+		t.Parallel()
+		c, rdb := newTestClient(t, Config{})
+		ctx := testContext(t)
+		mustEnqueue(t, c, "t", Spec{Body: spec.Body})
+		ends["acked"](t, c)
+		if n, err := rdb.Keys(ctx, "*ended*").Result(); err != nil || len(n) != 0 {
+			t.Errorf("ended markers of a job whose id the Client made: %v, %v", n, err)
+		}
+	})
 }

@@ -14,7 +14,7 @@ func TestKeyLayoutGolden(t *testing.T) {
 	s := ScheduleFor("delayq", "nightly.report")
 	got := strings.Join(append(p.All(), p.Call("c1"), Topics("delayq"), NewTopics("delayq"),
 		p.Ticks(), s.State(), s.Call("c2"), Schedules("delayq"), DashboardKey("delayq"),
-		RevokedSession("delayq", "s1")), "\n")
+		RevokedSession("delayq", "s1"), p.Ended("order-42")), "\n")
 	want := strings.Join([]string{
 		"delayq:{orders.eu-1#7}:jobs",
 		"delayq:{orders.eu-1#7}:delayed",
@@ -36,6 +36,7 @@ func TestKeyLayoutGolden(t *testing.T) {
 		"delayq:schedules",
 		"delayq:dashboard:key",
 		"delayq:dashboard:revoked:s1",
+		"delayq:{orders.eu-1#7}:ended:O_ixV8Qjju_lrkpm",
 	}, "\n")
 	if got != want {
 		t.Fatalf("key layout changed:\n%s\nwant:\n%s", got, want)

@@ -4,10 +4,13 @@
 // Redis Cluster all of a partition's keys live in one slot and every script touches one slot
 // only, while the partitions of one topic spread over the shards. Topic names cannot contain
 // braces (they match ^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$), so the tag is always the one we build;
-// job ids never appear in key names at all, only as hash fields and set members.
+// job ids never appear in key names at all, only as hash fields and set members (a job's Ended
+// key carries a digest of its id, after the tag).
 package keys
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"hash/fnv"
 	"strconv"
 )
@@ -78,6 +81,18 @@ func (p Partition) History() string { return p.prefix + "history" }
 // makes) for a short replay window, so that the same call sent again answers as the first did.
 // It expires by itself (PX).
 func (p Partition) Call(id string) string { return p.prefix + "call:" + id }
+
+// Ended is a STRING that says what became of job id once it ended (acked, dead and deleted,
+// cancelled) within the replay window of its creation: the outcome, when, the job's creation
+// time and the fingerprint of what its enqueue asked (lib.lua's mark_ended). It expires by
+// itself (PX) when that window closes. An identical enqueue retried until then answers the
+// first one's job instead of adding it again, and a retried cancel learns what became of it.
+// The name carries a digest of the id (16 characters), not the id: user text stays out of key
+// names, and a long id makes no longer key.
+func (p Partition) Ended(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return p.prefix + "ended:" + base64.RawURLEncoding.EncodeToString(sum[:12])
+}
 
 // Ticks is a HASH: schedule name -> the latest tick (Unix ms) of that schedule whose job was
 // enqueued in this partition. A tick's job is enqueued only while the partition has had no tick

@@ -51,7 +51,13 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (
 	args := make([]any, 0, 6+2*len(rc.Acks))
 	args = append(args, string(rc.Lane), rc.Max, rc.MaxBytes, rc.Secret, rc.Bulk, rc.TTRMs)
 	args = appendLeases(args, rc.Acks)
-	vals, err := s.run(ctx, reserveScript, write(p, rc.Call, args...)).Slice()
+	c := write(p, rc.Call, args...)
+	if s.marking() {
+		for _, l := range rc.Acks {
+			c.keys = append(c.keys, p.Ended(l.ID))
+		}
+	}
+	vals, err := s.run(ctx, reserveScript, c).Slice()
 	if err != nil {
 		return Reserved{}, fmt.Errorf("delayq: reserve: %w", err)
 	}
@@ -94,6 +100,11 @@ func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]
 		c := read(parts[i], appendLeases(make([]any, 0, 2*len(leases[i])), leases[i])...)
 		for _, l := range leases[i] {
 			c.keys = append(c.keys, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
+		}
+		if s.marking() {
+			for _, l := range leases[i] {
+				c.keys = append(c.keys, parts[i].Ended(l.ID))
+			}
 		}
 		c.records = true
 		return c

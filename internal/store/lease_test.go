@@ -145,3 +145,80 @@ func TestReleaseAtATime(t *testing.T) {
 		t.Fatalf("released at %d: %+v, %v; want delayed until then, 1 snooze", at, g, err)
 	}
 }
+
+// An ack, whether on its own or riding with a reserve, leaves an ended marker for a job with a
+// fingerprint, expiring when the replay window of the job's creation closes, and none for a
+// job without one (even one whose record ends as a fingerprint would) or when the job is
+// older than the window. A marker holds no body: it stays small whatever the job's size.
+func TestAcksLeaveEndedMarkers(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetReplayWindow(30 * time.Second)
+	rdb := s.Client()
+	job := func(id string, print bool) NewJob {
+		j := NewJob{ID: id, TTRMs: 30000, MaxRetries: 3, Body: make([]byte, 2000)}
+		if print {
+			j.Print = Fingerprint(j)
+		}
+		return j
+	}
+	// Its record ends in a fixstr of PrintLen bytes, as one with a fingerprint does.
+	lookalike := NewJob{ID: "lookalike", TTRMs: 30000, MaxRetries: 3, Body: []byte("twelve bytes")}
+	res := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job("alone", true), job("riding", true), job("none", false), lookalike}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePull, Max: 4, Bulk: 10})
+	if err != nil || len(r.Jobs) != 4 {
+		t.Fatalf("reserve: %v, %v", r.Jobs, err)
+	}
+	leases := map[string]Lease{}
+	for _, j := range r.Jobs {
+		leases[j.ID] = Lease{ID: j.ID, Token: j.Lease}
+	}
+	s.SetClockOffset(10000)
+	acked, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{leases["alone"], leases["none"], leases["lookalike"]}})
+	if errs[0] != nil || acked[0][0] != nil || acked[0][1] != nil || acked[0][2] != nil {
+		t.Fatalf("ack: %v, %v", acked, errs)
+	}
+	if _, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "t", Lane: LanePull, Max: 1, Bulk: 10, Acks: []Lease{leases["riding"]}}); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"alone": true, "riding": true, "none": false, "lookalike": false} {
+		ttl, err := rdb.PTTL(ctx, p.Ended(id)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case want && (ttl < 19*time.Second || ttl > 20*time.Second):
+			t.Errorf("%s's marker expires in %v, want 20s (30s from its creation, 10s ago)", id, ttl)
+		case !want && ttl != -2:
+			t.Errorf("%s: a marker expiring in %v, want none: the job has no fingerprint", id, ttl)
+		}
+	}
+	size, err := rdb.MemoryUsage(ctx, p.Ended("alone")).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("an ended marker takes %d bytes (MEMORY USAGE)", size)
+	if size > 160 {
+		t.Errorf("an ended marker takes %d bytes, want at most 160", size)
+	}
+
+	// Past the window of its creation an ack leaves nothing.
+	res = s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job("late", true)}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	r, err = s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "u", Lane: LanePull, Max: 1, Bulk: 10})
+	if err != nil || len(r.Jobs) != 1 {
+		t.Fatalf("reserve: %v, %v", r.Jobs, err)
+	}
+	s.SetClockOffset(10000 + 31000)
+	if _, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{{ID: "late", Token: r.Jobs[0].Lease}}}); errs[0] != nil {
+		t.Fatal(errs[0])
+	}
+	if n, _ := rdb.Exists(ctx, p.Ended("late")).Result(); n != 0 {
+		t.Errorf("a job acked after the replay window of its creation left a marker")
+	}
+}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"slices"
 
@@ -45,14 +47,52 @@ type Record struct {
 
 // A stored record is a run of MessagePack values in the order of lib.lua's F_ fields: priority,
 // callback URL, TTR, finished attempts, created at, delay, format, max retries, body, backoff,
-// last error, died at, headers (a map of str to str, never empty), snoozes, max snoozes; trailing
-// nils are left out, so a job without headers, or without a snooze limit, stores no bytes for
-// them, and a record written before a field existed reads it as zero. Strings are MessagePack str values, which
-// Redis's cmsgpack reads (it refuses bin).
+// last error, died at, headers (a map of str to str, never empty), snoozes, max snoozes, and the
+// fingerprint of what the enqueue asked (PrintLen bytes, for jobs enqueued with an id of the
+// caller's, always the last field); trailing nils are left out, so a job without headers, a
+// snooze limit or a fingerprint stores no bytes for them, and a record written before a field
+// existed reads it as zero. Strings are MessagePack str values, which Redis's cmsgpack reads
+// (it refuses bin).
+
+// PrintLen is the length of a job's fingerprint: 96 bits of SHA-256, beyond any search for
+// another content with the same one (2^96 tries), stored in 13 bytes.
+const PrintLen = 12
+
+// Fingerprint returns what makes two enqueues of j the same: every field the caller chose
+// (priority, callback URL, TTR, format, retries, body, backoff, headers) and its due time as
+// asked (a delay, or a run_at), but not the trace headers (traceparent and tracestate), which
+// a retry in a new span changes. An enqueue retried after its job ended is told by it (the
+// marker the end leaves keeps it, see keys.Partition.Ended): the same id and fingerprint within
+// the replay window answer the first enqueue's job.
+func Fingerprint(j NewJob) []byte {
+	_, traced := j.Headers["traceparent"]
+	if _, ok := j.Headers["tracestate"]; ok || traced {
+		kept := make(map[string]string, len(j.Headers))
+		for name, value := range j.Headers {
+			if name != "traceparent" && name != "tracestate" {
+				kept[name] = value
+			}
+		}
+		j.Headers = kept
+	}
+	j.Print = nil
+	const tag = "delayq job 1\x00"
+	b := make([]byte, 0, len(tag)+16+len(j.Callback)+9+tailSize(j))
+	b = append(b, tag...)
+	b = appendHead(b, j)
+	if j.RunAtMs != 0 {
+		b = binary.BigEndian.AppendUint64(append(b, 't'), uint64(j.RunAtMs))
+	} else {
+		b = binary.BigEndian.AppendUint64(append(b, 'd'), uint64(j.DelayMs))
+	}
+	sum := sha256.Sum256(appendTail(b, j))
+	return append([]byte(nil), sum[:PrintLen]...)
+}
 
 // recordHead encodes the fields of a new job's record that come before created at.
-func recordHead(j NewJob) []byte {
-	b := make([]byte, 0, 16+len(j.Callback))
+func recordHead(j NewJob) []byte { return appendHead(make([]byte, 0, 16+len(j.Callback)), j) }
+
+func appendHead(b []byte, j NewJob) []byte {
 	b = msgp.AppendInt64(b, int64(j.Priority))
 	if j.Callback == "" {
 		b = msgp.AppendNil(b)
@@ -64,8 +104,18 @@ func recordHead(j NewJob) []byte {
 }
 
 // recordTail encodes the fields of a new job's record that come after the delay.
-func recordTail(j NewJob) []byte {
-	b := make([]byte, 0, 16+len(j.Body)+9*len(j.BackoffMs))
+func recordTail(j NewJob) []byte { return appendTail(make([]byte, 0, tailSize(j)), j) }
+
+// tailSize is about the size of j's record tail, to allocate it once.
+func tailSize(j NewJob) int {
+	n := 24 + len(j.Body) + 9*len(j.BackoffMs) + 11 + PrintLen
+	for name, value := range j.Headers {
+		n += 10 + len(name) + len(value)
+	}
+	return n
+}
+
+func appendTail(b []byte, j NewJob) []byte {
 	b = msgp.AppendUint64(b, uint64(j.Format))
 	b = msgp.AppendUint64(b, uint64(j.MaxRetries))
 	b = msgp.AppendStringFromBytes(b, j.Body)
@@ -75,7 +125,7 @@ func recordTail(j NewJob) []byte {
 			b = msgp.AppendUint64(b, uint64(ms))
 		}
 	}
-	if len(j.Headers) == 0 && j.MaxSnoozes == 0 {
+	if len(j.Headers) == 0 && j.MaxSnoozes == 0 && j.Print == nil {
 		return b
 	}
 	if j.BackoffMs == nil {
@@ -88,9 +138,18 @@ func recordTail(j NewJob) []byte {
 	} else {
 		b = msgp.AppendNil(b)
 	}
+	if j.MaxSnoozes == 0 && j.Print == nil {
+		return b
+	}
+	b = msgp.AppendNil(b) // snoozes
 	if j.MaxSnoozes > 0 {
-		b = msgp.AppendNil(b) // snoozes
 		b = msgp.AppendUint64(b, uint64(j.MaxSnoozes))
+	} else {
+		b = msgp.AppendNil(b)
+	}
+	if j.Print != nil {
+		// Always the last field, so that a script reads it from the record's end.
+		b = msgp.AppendStringFromBytes(b, j.Print)
 	}
 	return b
 }
@@ -172,6 +231,7 @@ func decodeRecord(b []byte, r *Record) error {
 	r.Headers = d.strmap()
 	r.Snoozes = int(d.int())
 	r.MaxSnoozes = int(d.int())
+	d.raw() // the fingerprint, which only the scripts read
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after the last field", len(d.b))
 	}

@@ -233,3 +233,78 @@ func reserveOne(t *testing.T, s *Store, p keys.Partition) string {
 	}
 	return got.Jobs[0].Lease
 }
+
+// A job's fingerprint covers what its enqueue asked but the trace headers, and is stored as
+// its record's last field, in PrintLen+1 bytes beyond the nils that come before it; scripts
+// that rewrite the record (a failed attempt) keep it there, and a record with one decodes as
+// one without.
+func TestFingerprint(t *testing.T) {
+	// Part of the data format: a version that printed the same job otherwise would not know
+	// the retries of enqueues an earlier one answered.
+	const goldenPrint = "dc49a89e3bc06e7a3e9d6b84"
+	print := Fingerprint(goldenJob)
+	if got := hex.EncodeToString(print); got != goldenPrint {
+		t.Errorf("fingerprint of goldenJob changed:\n%s\nwant\n%s", got, goldenPrint)
+	}
+	traced := goldenJob
+	traced.Headers = map[string]string{"traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "tracestate": "a=b"}
+	if !bytes.Equal(Fingerprint(traced), print) {
+		t.Errorf("trace headers changed the fingerprint")
+	}
+	for name, change := range map[string]func(j *NewJob){
+		"body":     func(j *NewJob) { j.Body = []byte("{}") },
+		"header":   func(j *NewJob) { j.Headers = map[string]string{"x-tenant": "a"} },
+		"priority": func(j *NewJob) { j.Priority++ },
+		"ttr":      func(j *NewJob) { j.TTRMs++ },
+		"retries":  func(j *NewJob) { j.MaxRetries++ },
+		"backoff":  func(j *NewJob) { j.BackoffMs = nil },
+		"callback": func(j *NewJob) { j.Callback = "" },
+		"format":   func(j *NewJob) { j.Format = 0 },
+		"run_at":   func(j *NewJob) { j.RunAtMs++ },
+		"a delay of the same ms": func(j *NewJob) {
+			j.RunAtMs, j.DelayMs = 0, j.RunAtMs
+		},
+	} {
+		other := goldenJob
+		change(&other)
+		if bytes.Equal(Fingerprint(other), print) {
+			t.Errorf("another %s, the same fingerprint", name)
+		}
+	}
+
+	withPrint := goldenJob
+	withPrint.Print = print
+	tail := recordTail(withPrint)
+	want := append(append([]byte(nil), recordTail(goldenJob)...), 0xc0, 0xc0, 0xc0, 0xa0+PrintLen)
+	if !bytes.Equal(tail, append(want, print...)) {
+		t.Errorf("tail with a fingerprint\n%x\nwant the tail without, 3 nils and the fingerprint\n%x%x", tail, want, print)
+	}
+	t.Logf("the fingerprint adds %d bytes to a record without headers or backoff, %d to goldenJob's",
+		len(recordTail(NewJob{Print: print}))-len(recordTail(NewJob{})), len(tail)-len(recordTail(goldenJob)))
+
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	withPrint.RunAtMs = 0
+	withPrint.Print = Fingerprint(withPrint)
+	if out := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{withPrint}}); out[0].Err != nil || out[0].Jobs[0].Err != nil {
+		t.Fatalf("enqueue: %+v", out[0])
+	}
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePush, Max: 1, Bulk: 10})
+	if err != nil || len(r.Jobs) != 1 {
+		t.Fatalf("reserve: %+v, %v", r, err)
+	}
+	if _, err := s.Nack(ctx, p, withPrint.ID, r.Jobs[0].Lease, "boom", 1000, false); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := s.rdb.HGet(ctx, p.Jobs(), withPrint.ID).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasSuffix(stored, append([]byte{0xa0 + PrintLen}, withPrint.Print...)) {
+		t.Errorf("after a failed attempt the record %x no longer ends in its fingerprint", stored)
+	}
+	got, err := s.Get(ctx, p, withPrint.ID)
+	if err != nil || got.Attempts != 1 || got.LastError != "boom" || string(got.Body) != string(withPrint.Body) {
+		t.Errorf("the record read back: %+v, %v", got, err)
+	}
+}

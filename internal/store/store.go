@@ -148,6 +148,10 @@ func write(p keys.Partition, call string, args ...any) script {
 	return script{keys: append(p.All(), p.Call(call)), args: args, records: true}
 }
 
+// marking tells whether the scripts keep ended markers (keys.Partition.Ended): while the replay
+// window is on. The keys are passed only then.
+func (s *Store) marking() bool { return s.replayWindow.Milliseconds() > 0 }
+
 func (s *Store) argv(c script) []any {
 	window := int64(0)
 	if c.records {
@@ -174,11 +178,17 @@ type NewJob struct {
 	Callback   string
 	Headers    map[string]string // nil or validated: lower-case names, never empty
 	MaxSnoozes int               // 0 for no limit
+	// Print is the job's Fingerprint, stored as the record's last field, when a retry of its
+	// enqueue may come: the caller named the id. Nil for a job whose id the enqueuer made,
+	// which no retry can name: its record holds no fingerprint and its end leaves no marker.
+	Print []byte
 }
 
 // Added is the outcome of adding one job: its due time and creation time, or ErrExists. A job
-// that an identical enqueue added within the replay window, still as it made it, counts as
-// added, with that enqueue's times: repeating an enqueue whose answer was lost is safe.
+// that an identical enqueue added within the replay window of its creation counts as added,
+// with that enqueue's times, whatever became of it since when it has a fingerprint (else
+// while it is still as that enqueue made it): repeating an enqueue whose answer was lost is
+// safe, and runs nothing twice.
 type Added struct {
 	RunAtMs   int64
 	CreatedMs int64
@@ -201,7 +211,15 @@ type Enqueued struct {
 // returns each partition's outcome: one partition's failure leaves the others' as they are.
 func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs [][]NewJob) []Enqueued {
 	cmds, errs := s.pipelined(ctx, enqueueScript, len(parts), func(i int) script {
-		return write(parts[i], NewCallID(), enqueueArgs(jobs[i])...)
+		c := write(parts[i], NewCallID(), enqueueArgs(jobs[i])...)
+		if s.marking() {
+			for _, j := range jobs[i] {
+				if j.Print != nil {
+					c.keys = append(c.keys, parts[i].Ended(j.ID))
+				}
+			}
+		}
+		return c
 	})
 	out := make([]Enqueued, len(parts))
 	for i, cmd := range cmds {
@@ -296,7 +314,10 @@ func enqueueArgs(jobs []NewJob) []any {
 	for i, j := range jobs {
 		lanes[i] = '0'
 		if j.Callback != "" {
-			lanes[i] = '1'
+			lanes[i]++
+		}
+		if j.Print != nil {
+			lanes[i] += 2 // the fingerprint ends the tail
 		}
 	}
 	args = append(args, len(jobs), string(lanes))
@@ -351,16 +372,50 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	return vals[0], out, nil
 }
 
-// Cancel deletes a job in any state.
+// Cancel deletes a job in any state. A job cancelled since its creation within the replay
+// window answers nil again (a cancel retried after a lost answer); one acked, or dead and
+// deleted, within it is an *EndedError; any other missing job ErrNotFound.
 func (s *Store) Cancel(ctx context.Context, p keys.Partition, id string) error {
-	n, err := s.run(ctx, cancelScript, write(p, NewCallID(), id)).Int64()
+	c := write(p, NewCallID(), id)
+	if s.marking() {
+		c.keys = append(c.keys, p.Ended(id))
+	}
+	v, err := s.run(ctx, cancelScript, c).Result()
 	if err != nil {
 		return fmt.Errorf("delayq: cancel: %w", err)
 	}
-	if n == 0 {
+	if ended, ok := v.([]any); ok && len(ended) == 2 {
+		return &EndedError{Outcome: endOutcome(toInt(ended[0])), EndedMs: toInt(ended[1])}
+	}
+	if toInt(v) == 0 {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// EndedError is what became of a job that ended within the replay window of its creation,
+// from its ended marker (keys.Partition.Ended). It matches ErrNotFound: the job is gone.
+type EndedError struct {
+	Outcome string // "acked", "dead" (dead, then deleted) or "cancelled"
+	EndedMs int64  // when, Unix ms
+}
+
+func (e *EndedError) Error() string { return "delayq: job already ended: " + e.Outcome }
+
+// Is makes errors.Is(err, ErrNotFound) true.
+func (e *EndedError) Is(target error) bool { return target == ErrNotFound }
+
+// endOutcome names an outcome of lib.lua's END_ values.
+func endOutcome(code int64) string {
+	switch code {
+	case 1:
+		return "acked"
+	case 2:
+		return "dead"
+	case 3:
+		return "cancelled"
+	}
+	return fmt.Sprintf("ended (%d)", code)
 }
 
 // Reschedule moves a delayed or ready job: to now+ms when relative, else to Unix ms.

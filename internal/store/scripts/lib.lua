@@ -19,6 +19,9 @@
 --   KEYS[11] history   STREAM the outcomes of the partition's jobs (acked, dead, cancelled...)
 --                      waiting to be archived, while archiving is on (ARGV[3])
 --   KEYS[12] call      STRING this call's recorded outcome (scripts that change state only)
+-- A script that ends jobs named in its call (ack, reserve's acks, cancel, dead_delete by id)
+-- is given, while the replay window is on, each job's ended marker (Partition.Ended, STRING)
+-- after its other keys; its header says where (see mark_ended).
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
 -- ARGV[2] is always the replay window in ms: a script that changed something records its outcome
@@ -54,7 +57,15 @@ local F_HEADERS = 13
 -- the most it may take before it goes dead; both absent in records written before them, and
 -- in a new job's record (0, and no limit), so they cost a job that never snoozes nothing.
 local F_SNOOZES, F_MAX_SNOOZES = 14, 15
-local NFIELDS = 15
+-- F_PRINT is the fingerprint of what the enqueue asked (store.Fingerprint, PRINT_LEN bytes),
+-- present only for jobs enqueued with an id of the caller's, and then always the last field.
+local F_PRINT = 16
+local NFIELDS = 16
+local PRINT_LEN = 12
+local PRINT_TAG = 0xa0 + PRINT_LEN -- MessagePack's fixstr of PRINT_LEN bytes
+
+-- The ends of a job an ended marker tells (mark_ended); the Go store names them (endOutcome).
+local END_ACKED, END_DEAD, END_CANCELLED = 1, 2, 3
 
 -- States as replies report them; the Go store's State constants match.
 local S_DELAYED, S_READY, S_RESERVED, S_DEAD = 1, 2, 3, 4
@@ -164,6 +175,33 @@ local function archive(outcome, id, rec, attempts, at)
   end
   redis.call('XADD', HISTORY, 'MAXLEN', string.format('%d', keep), '*', 'o', outcome, 'i', id, 'r', rec,
     'a', string.format('%d', attempts), 't', at and string.format('%d', at) or NOW_S)
+end
+
+-- mark_ended keeps under key (the job's Partition.Ended, from KEYS) what became of a job whose
+-- record rec goes now (outcome, an END_ value), until the replay window of the job's creation
+-- closes: an identical enqueue retried until then answers the first one's job instead of
+-- adding it again (enqueue.lua), and a retried cancel learns what became of it (cancel.lua).
+-- Only a job whose record holds a fingerprint gets one (or any job, when bare is true: a
+-- cancel, rare enough to tell every retried cancel what it did), and only while replays are on
+-- and the job was created less than the window ago. The marker is the outcome, its time, the
+-- job's creation time and its fingerprint ('' for none), about 30 bytes and no body. It
+-- writes: a script calls it after its first write (see record).
+local function mark_ended(key, outcome, rec, bare)
+  if WINDOW <= 0 or not key or not rec then return end
+  -- A record whose end is not a fixstr of PRINT_LEN bytes holds no fingerprint; one whose end
+  -- is may still end in a body or header of that length, so it is unpacked to be sure.
+  local tagged = string.byte(rec, -PRINT_LEN - 1) == PRINT_TAG
+  if not tagged and not bare then return end
+  local _, _, _, _, _, created = cmsgpack.unpack_limit(rec, F_CREATED)
+  local left = created + WINDOW - NOW
+  if left <= 0 then return end
+  local print = ''
+  if tagged then
+    local j = pack_values(cmsgpack.unpack(rec))
+    if j.n == F_PRINT then print = j[F_PRINT] end
+  end
+  if print == '' and not bare then return end
+  redis.call('SET', key, cmsgpack.pack(outcome, NOW, created, print), 'PX', string.format('%d', left))
 end
 
 -- attempts_of returns the finished attempts a stored record counts.
@@ -344,33 +382,40 @@ local function pending(id)
   return redis.call('HEXISTS', LEASES, id) == 0 and not redis.call('ZSCORE', DEAD, id)
 end
 
--- ack_leases acks the (id, lease) pairs of ARGV from position first on. Records are read only
--- when archiving.
+-- ack_leases acks the (id, lease) pairs of ARGV from position first on. ended, when given, is
+-- the position in KEYS of the first pair's ended marker, the others' following in order
+-- (mark_ended). Records are read only when archiving or marking.
 -- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
 -- one (the job is then left as it is).
-local function ack_leases(first)
-  local out, done = {}, {}
+local function ack_leases(first, ended)
+  if WINDOW <= 0 then ended = nil end
+  local out, done, pair = {}, {}, ended and {}
   for i = first, #ARGV - 1, 2 do
     local id = ARGV[i]
     if not done[id] and owned(id, ARGV[i + 1]) then
       done[id] = true
       done[#done + 1] = id
+      if pair then pair[#done] = #out end
       out[#out + 1] = 1
     else
       out[#out + 1] = 0
     end
   end
-  -- The records are read before they go, and archived after: over maxmemory Redis refuses a
-  -- script whose first write may grow memory (XADD), and acks must free memory then.
+  -- The records are read before they go, and archived and marked after: over maxmemory Redis
+  -- refuses a script whose first write may grow memory (XADD, SET), and acks must free memory
+  -- then.
   local recs = {}
-  if ARCHIVE ~= 0 then
+  if ARCHIVE ~= 0 or ended then
     for k, id in ipairs(done) do recs[k] = redis.call('HGET', JOBS, id) end
   end
   bulk('HDEL', JOBS, done)
   bulk('HDEL', LEASES, done)
   bulk('ZREM', RESERVED, done)
   for k = 1, #recs do
-    if recs[k] then archive('acked', done[k], recs[k], attempts_of(recs[k]) + 1) end
+    if recs[k] then
+      if ARCHIVE ~= 0 then archive('acked', done[k], recs[k], attempts_of(recs[k]) + 1) end
+      if ended then mark_ended(KEYS[ended + pair[k]], END_ACKED, recs[k]) end
+    end
   end
   return out
 end

@@ -7,7 +7,8 @@
 -- of records (0: no bound; the first job is taken whatever its size); ARGV[7] lease secret
 -- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[8] bulk limit;
 -- ARGV[9] ttr override in ms (0: each job's own); ARGV[10..] pairs of id, lease to ack first (a
--- worker's finished jobs ride along with its next reserve).
+-- worker's finished jobs ride along with its next reserve). While the replay window is on,
+-- KEYS[12 + k] is the ended marker of the job of ack pair k (mark_ended).
 -- Returns: {now, next, acked, job_1, ..., job_k}: next is next_due()'s (now when due jobs
 -- remain, the partition's next due time or lease deadline, -1 when there is nothing, PAUSED
 -- while the topic is paused), acked is ack_leases()'s value per pair, each job as reply().
@@ -41,7 +42,9 @@ if r then
   return leased({NOW, rec[2], rec[3]}, rec[4])
 end
 
-local acked = ack_leases(10)
+local ended
+if #KEYS > 12 then ended = 13 end
+local acked = ack_leases(10, ended)
 local limit = tonumber(ARGV[8])
 expire_leases(limit)
 promote(limit)

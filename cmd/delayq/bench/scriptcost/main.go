@@ -74,15 +74,17 @@ func variants() []variant {
 		{"delayq Enqueue (default: call record kept 30 s)", 1, enqueueWith(0, 1)},
 		{"delayq, 12 jobs a call, replay window 0", 12, enqueueWith(-1, 12)},
 		{"delayq, 12 jobs a call (as 16 producers coalesce)", 12, enqueueWith(0, 12)},
-		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", 1, lifecycle(-1, false)},
-		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(0, false)},
-		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(0, true)},
+		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", 1, lifecycle(-1, false, false)},
+		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(0, false, false)},
+		{"delayq Enqueue, Reserve and Ack of one job with an id (a fingerprint, an ended marker)", 1, lifecycle(0, false, true)},
+		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(0, true, false)},
 	}
 }
 
 // lifecycle enqueues, reserves and acks one job a call with the given replay window, its end
-// appended to its partition's history stream when archived is set (no archiver reads it here).
-func lifecycle(window time.Duration, archived bool) func(context.Context, *redis.Client, int) error {
+// appended to its partition's history stream when archived is set (no archiver reads it here),
+// each job with an id of the caller's when named is set.
+func lifecycle(window time.Duration, archived, named bool) func(context.Context, *redis.Client, int) error {
 	return func(ctx context.Context, rdb *redis.Client, calls int) error {
 		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -98,7 +100,11 @@ func lifecycle(window time.Duration, archived bool) func(context.Context, *redis
 			return err
 		}
 		for i := range calls {
-			if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(i)}); err != nil {
+			s := delayq.Spec{Body: bench.Body(i)}
+			if named {
+				s.ID = "order-" + strconv.Itoa(i)
+			}
+			if _, err := c.Enqueue(ctx, "cost", s); err != nil {
 				return err
 			}
 			jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 1})

@@ -117,7 +117,11 @@ func TestProduceCommands(t *testing.T) {
 	}
 	_, err = s.run(t, "get", "orders", "o-1")
 	wantErr(t, err, "not_found")
-	_, err = s.run(t, "cancel", "orders", "o-1")
+	// A cancel retried within the replay window answers as the first did.
+	if out := s.must(t, "cancel", "orders", "o-1"); !strings.Contains(out, "cancelled orders/o-1") {
+		t.Errorf("cancel retried printed %q", out)
+	}
+	_, err = s.run(t, "cancel", "orders", "never")
 	wantErr(t, err, "not_found")
 	if _, err := runCLI(t, nil, "get", "orders", "o-1", "--server", "127.0.0.1:7070"); err == nil || !strings.Contains(err.Error(), "--server") {
 		t.Errorf("--server without a scheme: err = %v", err)

@@ -41,6 +41,7 @@ var envVars = []envVar{
 	{flag: "webhook-concurrency", name: "DELAYQ_WEBHOOK_CONCURRENCY"},
 	{flag: "shutdown-timeout", name: "DELAYQ_SHUTDOWN_TIMEOUT"},
 	{flag: "request-timeout", name: "DELAYQ_REQUEST_TIMEOUT"},
+	{flag: "replay-window", name: "DELAYQ_REPLAY_WINDOW"},
 	{flag: "redis-server", name: "DELAYQ_REDIS_SERVER"},
 	{flag: "redis-appendfsync", name: "DELAYQ_REDIS_APPENDFSYNC"},
 	{flag: "metrics", name: "DELAYQ_METRICS"},

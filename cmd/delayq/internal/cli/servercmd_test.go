@@ -94,10 +94,35 @@ func TestExternalRedis(t *testing.T) {
 	if err != nil || len(keys) == 0 {
 		t.Errorf("no ext:* keys in database 2: %v, %v", keys, err)
 	}
+	// Replays are on by default: the enqueue recorded its outcome.
+	if calls, err := rdb.Keys(context.Background(), "ext:*:call:*").Result(); err != nil || len(calls) == 0 {
+		t.Errorf("no call records in database 2 with the default replay window: %v, %v", calls, err)
+	}
 	// The server's default is the library's: one partition on a standalone Redis, so that
 	// priority order is exact.
 	if n, err := rdb.HGet(context.Background(), "ext:topics", "orders").Result(); err != nil || n != "1" {
 		t.Errorf("a new topic has %q partitions (%v), want 1", n, err)
+	}
+}
+
+// --replay-window 0 (here from its environment variable) turns replays off: no state change
+// records its outcome, and no ended job leaves a marker.
+func TestReplayWindowOff(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Standalone(t)
+	s := startServer(t, map[string]string{"DELAYQ_REPLAY_WINDOW": "0"}, "--redis", "redis://"+rs.Addr, "--namespace", "off")
+	s.must(t, "enqueue", "orders", "--id", "x", "--body", "1")
+	s.must(t, "cancel", "orders", "x")
+	rdb := redis.NewClient(&redis.Options{Addr: rs.Addr})
+	defer rdb.Close()
+	keys, err := rdb.Keys(context.Background(), "off:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, ":call:") || strings.Contains(k, ":ended:") {
+			t.Errorf("key %s written with --replay-window 0", k)
+		}
 	}
 }
 
@@ -291,6 +316,7 @@ func TestServerConfigErrors(t *testing.T) {
 			`token 1 ("a"): token: a token of 5 bytes is too short`},
 		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
 		{"short token from env", map[string]string{"DELAYQ_AUTH_TOKENS": "long-enough-token-0001,x"}, nil, "--auth-token (token 2 of 2): a token of 1 bytes is too short"},
+		{"negative replay window", nil, []string{"--replay-window", "-1s"}, "--replay-window -1s: want a duration, or 0 for none"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
 		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
 		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},

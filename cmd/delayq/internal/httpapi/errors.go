@@ -81,6 +81,11 @@ func classify(err error) (body apiv1.Error, internal bool) {
 	if errors.As(err, &ae) {
 		return apiv1.Error{Code: ae.code, Message: ae.msg}, false
 	}
+	// Before NotFoundError: an ended job matches ErrNotFound too, and its end is the answer.
+	var ended *delayq.EndedError
+	if errors.As(err, &ended) {
+		return apiv1.Error{Code: codePrecondition, Message: ended.Message()}, false
+	}
 	var nf *delayq.NotFoundError
 	if errors.As(err, &nf) {
 		return apiv1.Error{Code: codeNotFound, Message: nf.Message()}, false

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,9 +327,45 @@ func TestCancel(t *testing.T) {
 	for _, id := range []string{"r", "d"} {
 		e.call("DELETE", "/v1/topics/c/jobs/"+id, nil).want(t, http.StatusNoContent)
 		e.call("GET", "/v1/topics/c/jobs/"+id, nil).wantError(t, http.StatusNotFound, codeNotFound)
-		e.call("DELETE", "/v1/topics/c/jobs/"+id, nil).wantError(t, http.StatusNotFound, codeNotFound)
+		// Retrying is safe: within the replay window the same cancel answers as the first did.
+		e.call("DELETE", "/v1/topics/c/jobs/"+id, nil).want(t, http.StatusNoContent)
 	}
 	e.call("POST", "/v1/topics/c/jobs/r/ack", map[string]any{"lease": res.Lease}).wantError(t, http.StatusConflict, codeLeaseLost)
+	e.call("DELETE", "/v1/topics/c/jobs/never", nil).wantError(t, http.StatusNotFound, codeNotFound)
+}
+
+// TestEnqueueRetriedAfterTheJobEnded checks that retrying is safe after the job ended too: the
+// same enqueue within the replay window answers 201 with the first job and runs nothing again,
+// whether the job was acked or cancelled; a cancel of an acked job says so (409).
+func TestEnqueueRetriedAfterTheJobEnded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	for _, end := range []string{"acked", "cancelled"} {
+		req := `{"id": "` + end + `", "body": {"n": 1}, "priority": 2, "headers": {"x-tenant": "a"}}`
+		first := e.raw(e.url, "POST", "/v1/topics/orders/jobs", "application/json", req).want(t, http.StatusCreated)
+		if end == "acked" {
+			got := e.reserveOne("orders", nil)
+			e.call("POST", "/v1/topics/orders/jobs/"+end+"/ack", map[string]string{"lease": got.Lease}).want(t, http.StatusNoContent)
+		} else {
+			e.call("DELETE", "/v1/topics/orders/jobs/"+end, nil).want(t, http.StatusNoContent)
+		}
+		again := e.raw(e.url, "POST", "/v1/topics/orders/jobs", "application/json", req).want(t, http.StatusCreated)
+		if string(first.body) != string(again.body) {
+			t.Errorf("%s: the same enqueue again answered\n%s\nafter\n%s", end, again.body, first.body)
+		}
+		batch := decode[apiv1.BatchResponse](t, e.raw(e.url, "POST", "/v1/topics/orders/jobs/batch", "application/json", `{"jobs": [`+req+`]}`))
+		if len(batch.Results) != 1 || batch.Results[0].Job == nil || !cmp.Equal(*batch.Results[0].Job, decode[apiv1.Job](t, first)) {
+			t.Errorf("%s: the same job in a batch answered %+v, want the first job", end, batch.Results)
+		}
+		if jobs := e.reserve("orders", map[string]any{"max": 10, "wait_ms": 0}); len(jobs) != 0 {
+			t.Errorf("%s: after the retries a reserve got %d jobs, want none: the job ran twice", end, len(jobs))
+		}
+		e.call("GET", "/v1/topics/orders/jobs/"+end, nil).wantError(t, http.StatusNotFound, codeNotFound)
+	}
+	e.call("DELETE", "/v1/topics/orders/jobs/cancelled", nil).want(t, http.StatusNoContent)
+	if err := e.call("DELETE", "/v1/topics/orders/jobs/acked", nil).wantError(t, http.StatusConflict, codePrecondition); !strings.Contains(err.Message, "acked") {
+		t.Errorf("a cancel of an acked job says %q, want it to say the job was acked", err.Message)
+	}
 }
 
 func TestReschedule(t *testing.T) {

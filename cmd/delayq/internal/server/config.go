@@ -75,6 +75,10 @@ type Config struct {
 	// RequestTimeout bounds each store call of a request, beyond a reserve's wait
 	// (--request-timeout). Defaults to 5s.
 	RequestTimeout time.Duration
+	// ReplayWindow is how long a request sent again after a lost answer answers as the first
+	// did (--replay-window; the library's Config.ReplayWindow, docs/states.md); 0 turns it
+	// off. Defaults to 30s.
+	ReplayWindow time.Duration
 
 	// Metrics serves Prometheus metrics at /metrics (--metrics). Defaults to true.
 	Metrics bool
@@ -131,6 +135,7 @@ func DefaultConfig() Config {
 		WebhookConcurrency: 16,
 		ShutdownTimeout:    30 * time.Second,
 		RequestTimeout:     5 * time.Second,
+		ReplayWindow:       30 * time.Second,
 		Metrics:            true,
 		Scheduler:          true,
 		Archive:            ArchiveConfig{Bodies: true, Keep: 100_000, Retention: 30 * 24 * time.Hour},
@@ -215,6 +220,9 @@ func (c *Config) parse() (*parsed, error) {
 	}
 	if c.ShutdownTimeout <= 0 {
 		fail("--shutdown-timeout %v: want a positive duration", c.ShutdownTimeout)
+	}
+	if c.ReplayWindow < 0 {
+		fail("--replay-window %v: want a duration, or 0 for none", c.ReplayWindow)
 	}
 	if c.RequestTimeout <= 0 {
 		fail("--request-timeout %v: want a positive duration", c.RequestTimeout)

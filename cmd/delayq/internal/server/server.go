@@ -98,7 +98,12 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 	s.redisDesc = redisDesc
 	s.started.add(func() { closeRedis(bg, rdb, emb, log) })
 
-	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.Namespace, Partitions: cfg.Partitions, Logger: log, ExpireAllLeases: true})
+	replay := cfg.ReplayWindow
+	if replay == 0 {
+		replay = -1 // none; the library's 0 is its default
+	}
+	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.Namespace, Partitions: cfg.Partitions, Logger: log,
+		ExpireAllLeases: true, ReplayWindow: replay})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Redis at %s: %w", redisDesc, err)
 	}
