@@ -275,9 +275,10 @@ func TestFingerprint(t *testing.T) {
 	withPrint := goldenJob
 	withPrint.Print = print
 	tail := recordTail(withPrint)
-	want := append(append([]byte(nil), recordTail(goldenJob)...), 0xc0, 0xc0, 0xc0, 0xa0+PrintLen)
+	// Last error, died at, headers, snoozes and max snoozes stand empty before it.
+	want := append(append([]byte(nil), recordTail(goldenJob)...), 0xc0, 0xc0, 0xc0, 0xc0, 0xc0, 0xa0+PrintLen)
 	if !bytes.Equal(tail, append(want, print...)) {
-		t.Errorf("tail with a fingerprint\n%x\nwant the tail without, 3 nils and the fingerprint\n%x%x", tail, want, print)
+		t.Errorf("tail with a fingerprint\n%x\nwant the tail without, 5 nils and the fingerprint\n%x%x", tail, want, print)
 	}
 	t.Logf("the fingerprint adds %d bytes to a record without headers or backoff, %d to goldenJob's",
 		len(recordTail(NewJob{Print: print}))-len(recordTail(NewJob{})), len(tail)-len(recordTail(goldenJob)))
