@@ -15,7 +15,7 @@ FROM golang:${GO_VERSION}-${DEBIAN_RELEASE} AS build
 WORKDIR /src
 # Modules first, so that a change of the sources does not download them again: the workspace
 # (go.work) of the library, middleware and the command's module.
-COPY go.work go.mod go.sum ./
+COPY go.work go.work.sum go.mod go.sum ./
 COPY middleware/go.mod middleware/go.sum ./middleware/
 COPY cmd/delayq/go.mod cmd/delayq/go.sum ./cmd/delayq/
 RUN go mod download
