@@ -186,7 +186,9 @@ func TestTickWithItsIDTakenIsCountedAndLoggedOnce(t *testing.T) {
 		mustEnqueue(t, c, "t", Spec{ID: TickID("s", tk), Body: []byte("mine"), RunAt: tk})
 	}
 	mustPutSchedule(t, c, "s", ScheduleSpec{Cron: "@every 1s", Topic: "t", StartAt: start})
-	advance(c, time.Until(start))
+	// Half a second past start, so that each look's edge falls between two ticks: the clock
+	// offset is whole milliseconds, and an edge at a tick's instant could take it or not.
+	advance(c, time.Until(start)+500*time.Millisecond)
 	look(t, c) // the ticks at start, +1s, +2s and +3s: the first two are taken
 	advance(c, 3*time.Second)
 	look(t, c) // +4s to +6s: +5s is taken
