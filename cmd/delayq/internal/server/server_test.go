@@ -23,20 +23,44 @@ import (
 // closed when the test ends.
 func newServer(t *testing.T, change func(*server.Config)) *httptest.Server {
 	t.Helper()
+	s := buildServer(t, change, slog.New(slog.DiscardHandler))
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// buildServer builds a Server logging to log on a redis-server of the test's own, with the
+// defaults of `delayq server` changed by change; it is closed when the test ends.
+func buildServer(t *testing.T, change func(*server.Config), log *slog.Logger) *server.Server {
+	t.Helper()
 	rs := redistest.Standalone(t)
 	cfg := server.DefaultConfig()
 	cfg.RedisURL = "redis://" + rs.Addr
 	if change != nil {
 		change(&cfg)
 	}
-	s, err := server.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
+	s, err := server.New(context.Background(), cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(hs.Close)
-	return hs
+	return s
+}
+
+// serve runs s.Serve(ctx) on a loopback listener and returns the listener and the channel
+// Serve's result comes on, once s has logged its "listening on" line to logs.
+func serve(t *testing.T, ctx context.Context, s *server.Server, logs *testwait.Buffer) (net.Listener, <-chan error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx, ln) }()
+	testwait.For(t, 10*time.Second, `the "listening on" line`, func() bool {
+		return strings.Contains(logs.String(), "listening on "+ln.Addr().String())
+	})
+	return ln, served
 }
 
 // do sends a request to url with an optional Host, bearer token and JSON body, and returns
@@ -114,25 +138,11 @@ func TestServerWithATokensFileIsNotOpen(t *testing.T) {
 // nothing more.
 func TestServeStopsWhenItsContextEnds(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Standalone(t)
-	cfg := server.DefaultConfig()
-	cfg.RedisURL = "redis://" + rs.Addr
 	var logs testwait.Buffer
-	s, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := buildServer(t, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, ln) }()
-	testwait.For(t, 10*time.Second, `the "listening on" line`, func() bool {
-		return strings.Contains(logs.String(), "listening on "+ln.Addr().String())
-	})
+	ln, served := serve(t, ctx, s, &logs)
 	if body, status := do(t, "GET", "http://"+ln.Addr().String()+"/healthz", "", "", ""); status != 200 {
 		t.Fatalf("/healthz: %d %s", status, body)
 	}
@@ -162,23 +172,9 @@ func TestServeStopsWhenItsContextEnds(t *testing.T) {
 // once Serve has: nothing keeps answering on a closed store.
 func TestCloseDuringServeShutsItDown(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Standalone(t)
-	cfg := server.DefaultConfig()
-	cfg.RedisURL = "redis://" + rs.Addr
 	var logs testwait.Buffer
-	s, err := server.New(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(context.Background(), ln) }()
-	testwait.For(t, 10*time.Second, `the "listening on" line`, func() bool {
-		return strings.Contains(logs.String(), "listening on "+ln.Addr().String())
-	})
+	s := buildServer(t, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	ln, served := serve(t, context.Background(), s, &logs)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
@@ -204,13 +200,7 @@ func TestCloseDuringServeShutsItDown(t *testing.T) {
 // store that is gone.
 func TestServeAfterCloseRefuses(t *testing.T) {
 	t.Parallel()
-	rs := redistest.Standalone(t)
-	cfg := server.DefaultConfig()
-	cfg.RedisURL = "redis://" + rs.Addr
-	s, err := server.New(context.Background(), cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := buildServer(t, nil, slog.New(slog.DiscardHandler))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
