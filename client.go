@@ -114,6 +114,11 @@ type Config struct {
 	// window of its creation (136 bytes). Defaults to 30s; negative keeps nothing (replays are
 	// then not safe).
 	ReplayWindow time.Duration
+	// UniqueFor is the Spec.UniqueFor of jobs enqueued with an id that set none, in topics
+	// without a default of their own (SetTopicDefaults): how long such a job's id stays taken
+	// once it ends. Defaults to 0: ids are free again once their jobs end (and their replay
+	// window closes).
+	UniqueFor time.Duration
 	// ExpireAllLeases makes the Client expire the leases of every topic of the namespace at
 	// their deadlines, not only of the topics it consumes (by Reserve or a Worker, which it
 	// always does): a topic nobody consumes any more still has its expired leases' jobs
@@ -165,6 +170,9 @@ func (c *Config) validate() error {
 	}
 	if c.ReplayWindow < 0 {
 		c.ReplayWindow = 0
+	}
+	if c.UniqueFor < 0 {
+		return invalid("unique_for", "must not be negative")
 	}
 	if c.WaitReplicas < 0 || c.WaitTimeout < 0 {
 		return invalid("wait_replicas", "replicas %d and timeout %v must not be negative", c.WaitReplicas, c.WaitTimeout)
@@ -244,6 +252,7 @@ func New(ctx context.Context, rdb redis.UniversalClient, cfg Config) (*Client, e
 	c.acker = coalesce.New(cfg.Limits.MaxBatch, 2, c.flushAcks)
 	c.store.SetWaitReplicas(cfg.WaitReplicas, cfg.WaitTimeout)
 	c.store.SetReplayWindow(cfg.ReplayWindow)
+	c.store.SetDefaultUniqueFor(cfg.UniqueFor)
 	if err := c.checkServer(ctx); err != nil {
 		return nil, err
 	}

@@ -35,9 +35,12 @@ func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueue
 			case r.Err != nil:
 				out[i].err = r.Err // this partition's call failed; the others stand
 			case r.Jobs[k].Err != nil:
-				out[i].err = r.Jobs[k].Err
+				out[i].err = doneError(r.Jobs[k].Err, reqs[i].topic, reqs[i].job.ID)
 			case r.Jobs[k].Repeat && reqs[i].generated:
 				out[i].err = ErrExists
+			case r.Jobs[k].Job != nil:
+				out[i].job = jobFromRecord(reqs[i].topic, *r.Jobs[k].Job)
+				out[i].job.Existed = true
 			default:
 				j := reqs[i].job
 				if t := r.Jobs[k].StoredTrace; t != nil {

@@ -128,3 +128,35 @@ func (c *Client) SetTopicLimits(ctx context.Context, topic string, l TopicLimits
 		Rate: l.Rate, PeriodMs: l.Period.Milliseconds(), Concurrency: l.Concurrency,
 	})
 }
+
+// TopicDefaults are what a topic's jobs take when their Spec leaves a setting to it.
+type TopicDefaults struct {
+	// UniqueFor is the Spec.UniqueFor of the topic's jobs with an id that set none: 0 leaves
+	// it to Config.UniqueFor of the enqueuing Client; NoUniqueFor keeps no id taken, whatever
+	// the Client's default.
+	UniqueFor time.Duration
+}
+
+// SetTopicDefaults replaces the defaults of topic with d (the zero TopicDefaults clears them).
+// They apply to jobs enqueued from then on. A topic that does not exist is created, as by
+// PauseTopic.
+func (c *Client) SetTopicDefaults(ctx context.Context, topic string, d TopicDefaults) error {
+	if err := ValidateTopic(topic); err != nil {
+		return err
+	}
+	if d.UniqueFor < NoUniqueFor || d.UniqueFor > c.cfg.Limits.MaxDelay {
+		return invalid("unique_for", "%s is outside 0 to %s", ms(d.UniqueFor), ms(c.cfg.Limits.MaxDelay))
+	}
+	n, err := c.partitions(ctx, topic, true)
+	if err != nil {
+		return err
+	}
+	u := int64(-1) // none set: the Client's default
+	switch {
+	case d.UniqueFor == NoUniqueFor:
+		u = 0
+	case d.UniqueFor > 0:
+		u = max(d.UniqueFor.Milliseconds(), 1)
+	}
+	return c.store.SetUniqueFor(ctx, c.partitionKeys(topic, n), u)
+}

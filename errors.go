@@ -27,6 +27,9 @@ var (
 	ErrClosed = errors.New("delayq: closed")
 	// ErrNotEmpty: a topic to delete without purging holds jobs.
 	ErrNotEmpty = errors.New("delayq: topic is not empty")
+	// ErrDone: the id is taken by a job that ended within its Spec.UniqueFor (a *DoneError
+	// says how and when).
+	ErrDone = store.ErrDone
 )
 
 // NotFoundError says which topic, which job of a topic, or which schedule does not exist. It
@@ -87,6 +90,34 @@ func (e *EndedError) Message() string {
 
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *EndedError) Is(target error) bool { return target == ErrNotFound }
+
+// DoneError says that a job's id is still taken by a job that ended within its Spec.UniqueFor:
+// an enqueue of the id, or Get, meets it until then. It matches ErrDone.
+type DoneError struct {
+	Topic, ID string
+	Outcome   string // "acked", "cancelled" or "dead"
+	EndedAt   time.Time
+}
+
+func (e *DoneError) Error() string { return "delayq: " + e.Message() }
+
+// Message is the error without the package's prefix, for an API's error body.
+func (e *DoneError) Message() string {
+	return fmt.Sprintf("job %q of topic %q is done (%s at %s) and its id stays taken for its unique_for",
+		e.ID, e.Topic, e.Outcome, e.EndedAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrDone) true.
+func (e *DoneError) Is(target error) bool { return target == ErrDone }
+
+// doneError names job id of topic in a store's DoneError; other errors pass unchanged.
+func doneError(err error, topic, id string) error {
+	var done *store.DoneError
+	if errors.As(err, &done) {
+		return &DoneError{Topic: topic, ID: id, Outcome: done.Outcome, EndedAt: time.UnixMilli(done.EndedMs).UTC()}
+	}
+	return err
+}
 
 // NotEmptyError says what a topic that DeleteTopic would not delete holds. It matches
 // ErrNotEmpty.

@@ -90,6 +90,17 @@ type Job struct {
 	// among the due jobs before every job of priority 0 and after every higher one, and among
 	// its like by id. Nil for other jobs. Priority is then 0.
 	BeanstalkdPriority *uint32
+	// UniqueFor is how long the job's id stays taken once it ends (Spec.UniqueFor, or the
+	// default it took); 0 for not at all.
+	UniqueFor time.Duration
+	// Replaces counts the enqueues that replaced the job (ConflictReplace); ReplacedAt is when
+	// the last one did, zero when none did.
+	Replaces   int
+	ReplacedAt time.Time
+	// Existed is set on a job Enqueue returned when its id existed and Spec.OnConflict kept
+	// the job as it was (ConflictKeep) or replaced it (ConflictReplace); false when the
+	// enqueue added the job (or repeats the one that did).
+	Existed bool
 }
 
 // NoRetryLimit is the MaxRetries of a job without a retry limit: a job put through the
@@ -149,6 +160,12 @@ func jobFromRecord(topic string, r store.Record) *Job {
 	}
 	if r.DiedMs != 0 {
 		j.DiedAt = time.UnixMilli(r.DiedMs).UTC()
+	}
+	if r.UniqueForMs > 0 {
+		j.UniqueFor = time.Duration(r.UniqueForMs) * time.Millisecond
+	}
+	if r.ReplacedMs != 0 {
+		j.Replaces, j.ReplacedAt = r.Replaces, time.UnixMilli(r.ReplacedMs).UTC()
 	}
 	return j
 }

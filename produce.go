@@ -165,7 +165,7 @@ func newJob(topic string, j store.NewJob, createdMs, runAtMs int64) *Job {
 		ID: j.ID, State: store.StateDelayed, Format: j.Format, Priority: j.Priority,
 		CreatedMs: createdMs, RunAtMs: runAtMs, MaxRetries: j.MaxRetries, TTRMs: j.TTRMs,
 		Body: j.Body, BackoffMs: j.BackoffMs, Callback: j.Callback, Headers: j.Headers,
-		MaxSnoozes: j.MaxSnoozes,
+		MaxSnoozes: j.MaxSnoozes, UniqueForMs: max(j.UniqueForMs, 0),
 	}
 	if runAtMs <= createdMs {
 		r.State = store.StateReady
@@ -173,7 +173,8 @@ func newJob(topic string, j store.NewJob, createdMs, runAtMs int64) *Job {
 	return jobFromRecord(topic, r)
 }
 
-// Get returns a job in any state, or ErrNotFound.
+// Get returns a job in any state, or ErrNotFound; a *DoneError (ErrDone) when there is none
+// but its id is still taken by a job that ended within its Spec.UniqueFor.
 func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
 	p, err := c.existing(ctx, topic, id)
 	if err != nil {
@@ -181,7 +182,7 @@ func (c *Client) Get(ctx context.Context, topic, id string) (*Job, error) {
 	}
 	r, err := c.store.Get(ctx, p, id)
 	if err != nil {
-		return nil, jobNotFound(err, topic, id)
+		return nil, doneError(jobNotFound(err, topic, id), topic, id)
 	}
 	return jobFromRecord(topic, r), nil
 }

@@ -48,6 +48,63 @@ type Spec struct {
 	// a span adds its W3C trace context as traceparent and tracestate, unless Headers has a
 	// traceparent already (under any case) or no room for them (docs/observability.md).
 	Headers map[string]string
+	// UniqueFor keeps the job's id taken this long after the job ends (acked, cancelled, or
+	// dead: from when it went dead while it lies in the dead letters, from its deletion after
+	// that): an enqueue of the id meets a *DoneError (ErrDone) until then, whatever it asks,
+	// and so does Get. The answer says how the job ended and when; the marker that keeps the
+	// id holds no body, and expires by itself. Needs an ID; at most Limits.MaxDelay. Zero
+	// takes the topic's default (SetTopicDefaults), else Config.UniqueFor; NoUniqueFor for
+	// none even then.
+	UniqueFor time.Duration
+	// OnConflict is what the enqueue does when a job with its ID exists: ConflictReject (the
+	// zero value), ConflictKeep or ConflictReplace. Needs an ID.
+	OnConflict Conflict
+}
+
+// NoUniqueFor is a Spec.UniqueFor that keeps no id taken once its job ends, whatever the
+// topic's or the Client's default.
+const NoUniqueFor time.Duration = -1
+
+// Conflict is what an enqueue does when a job with its id exists (Spec.OnConflict).
+type Conflict int
+
+const (
+	// ConflictReject answers ErrExists and changes nothing, unless the enqueue repeats the one
+	// that made the job (the same spec within Config.ReplayWindow: then it answers that job).
+	ConflictReject Conflict = iota
+	// ConflictKeep answers the existing job as it is, with Job.Existed set: make sure a job
+	// exists, whatever it holds.
+	ConflictKeep
+	// ConflictReplace gives a delayed or ready job the new spec's body, headers, due time and
+	// settings in place, atomically, keeping its id, creation time, attempts and snoozes and
+	// counting the replace (Job.Replaces, Job.ReplacedAt): debounce, each event pushing the
+	// due time on. A reserved or dead job is ErrWrongState, and stays as it was. A replace is
+	// never a repeat while the job exists (each one moves it); once the job has ended, the same
+	// spec again within the replay window answers the job that ran, and runs nothing twice.
+	ConflictReplace
+)
+
+var conflictNames = [...]string{"reject", "keep", "replace"}
+
+// String returns the conflict's name in the HTTP API: "reject", "keep" or "replace".
+func (c Conflict) String() string {
+	if c < 0 || int(c) >= len(conflictNames) {
+		return fmt.Sprintf("Conflict(%d)", int(c))
+	}
+	return conflictNames[c]
+}
+
+// ParseConflict reads a conflict's name ("reject", "keep" or "replace"); "" is ConflictReject.
+func ParseConflict(name string) (Conflict, error) {
+	if name == "" {
+		return ConflictReject, nil
+	}
+	for i, n := range conflictNames {
+		if n == name {
+			return Conflict(i), nil
+		}
+	}
+	return 0, invalid("on_conflict", "%q is not reject, keep or replace", name)
 }
 
 // maxBackoffSteps bounds Spec.Backoff.
@@ -136,6 +193,24 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 	if j.Headers, err = normalizeHeaders(s.Headers); err != nil {
 		return j, err
 	}
+	switch {
+	case s.UniqueFor < NoUniqueFor || s.UniqueFor > l.MaxDelay:
+		return j, invalid("unique_for", "%s is outside 0 to %s", ms(s.UniqueFor), ms(l.MaxDelay))
+	case s.UniqueFor == NoUniqueFor:
+		j.UniqueForMs = -1
+	case s.UniqueFor > 0:
+		j.UniqueForMs = max(s.UniqueFor.Milliseconds(), 1)
+	}
+	if s.UniqueFor != 0 && j.ID == "" {
+		return j, invalid("unique_for", "needs an id: a job whose id is made for it cannot be enqueued again")
+	}
+	if s.OnConflict < ConflictReject || s.OnConflict > ConflictReplace {
+		return j, invalid("on_conflict", "unknown conflict %d", int(s.OnConflict))
+	}
+	if s.OnConflict != ConflictReject && j.ID == "" {
+		return j, invalid("on_conflict", "needs an id: a job whose id is made for it has no conflict")
+	}
+	j.OnConflict = int(s.OnConflict)
 	if j.ID == "" {
 		j.ID = newID()
 	}

@@ -36,6 +36,8 @@ type TopicStats struct {
 	// LeasesExpired counts the leases of the topic that reached their deadline unsettled
 	// since the topic was made: each such job was retried or sent to the dead letters.
 	LeasesExpired int64
+	// Defaults are the topic's defaults for its jobs (SetTopicDefaults).
+	Defaults TopicDefaults
 }
 
 // Stats counts the jobs of one topic, reading all its partitions in one round trip.
@@ -77,6 +79,12 @@ func sumCounts(topic string, counts []store.Counts) *TopicStats {
 	// some with the old ones, and the first one's stand for the topic.
 	l := counts[0].Limits
 	s.Limits = TopicLimits{Rate: l.Rate, Period: time.Duration(l.PeriodMs) * time.Millisecond, Concurrency: l.Concurrency}
+	if u := counts[0].UniqueForMs; u >= 0 {
+		s.Defaults.UniqueFor = time.Duration(u) * time.Millisecond
+		if u == 0 {
+			s.Defaults.UniqueFor = NoUniqueFor
+		}
+	}
 	earliest, oldest, now := int64(-1), int64(-1), int64(0)
 	for _, k := range counts {
 		s.Delayed += k.Delayed

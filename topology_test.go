@@ -2,6 +2,7 @@ package delayq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -106,6 +107,51 @@ func checkDeployment(t *testing.T, rdb redis.UniversalClient, partitions int) {
 		s, err := c.Stats(ctx, "spread")
 		if err != nil || s.Ready+s.Delayed+s.Reserved+s.Dead != 0 {
 			t.Fatalf("stats after draining: %+v, %v", s, err)
+		}
+	})
+
+	t.Run("ids stay taken and jobs are replaced in their partitions", func(t *testing.T) {
+		specs := make([]Spec, 40)
+		for i := range specs {
+			specs[i] = Spec{ID: fmt.Sprint("taken-", i), Body: []byte("a"), UniqueFor: time.Hour}
+		}
+		if _, err := c.EnqueueBatch(ctx, "taken", specs); err != nil {
+			t.Fatal(err)
+		}
+		for acked := 0; acked < len(specs); {
+			jobs, err := c.Reserve(ctx, "taken", ReserveOptions{Max: 40, Wait: time.Second})
+			if err != nil || len(jobs) == 0 {
+				t.Fatalf("Reserve after %d jobs: %d jobs, %v", acked, len(jobs), err)
+			}
+			for _, j := range jobs {
+				if err := c.Ack(ctx, j.Lease()); err != nil {
+					t.Fatal(err)
+				}
+				acked++
+			}
+		}
+		replaced := make([]Spec, len(specs))
+		for i := range specs {
+			specs[i].Body = []byte("b")
+			replaced[i] = Spec{ID: fmt.Sprint("debounced-", i), Delay: time.Hour, OnConflict: ConflictReplace}
+		}
+		res, err := c.EnqueueBatch(ctx, "taken", append(specs, replaced...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res[:len(specs)] {
+			if !errors.Is(r.Err, ErrDone) {
+				t.Fatalf("enqueue of acked job %d = %v, want ErrDone", i, r.Err)
+			}
+		}
+		res, err = c.EnqueueBatch(ctx, "taken", replaced)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range res {
+			if r.Err != nil || r.Job.Replaces != 1 {
+				t.Fatalf("replace %d = %+v, %v; want the job, replaced once", i, r.Job, r.Err)
+			}
 		}
 	})
 

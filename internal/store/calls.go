@@ -43,5 +43,5 @@ func leaseCallID(op, id, token string) string {
 // LOADING or READONLY reply from a restarting server, say), not the first's.
 func OutcomeUnknown(err error) bool {
 	return err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrExists) &&
-		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrWrongState)
+		!errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrWrongState) && !errors.Is(err, ErrDone)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/delayq/delayq/internal/keys"
 )
@@ -16,7 +17,7 @@ func TestEnqueueReplayAnswersCreated(t *testing.T) {
 	ctx := testCtx(t)
 	enqueueOne(t, s, p, "old", 0)
 	jobs := []NewJob{{ID: "new", DelayMs: 5000, TTRMs: 1000, Body: []byte("a")}, {ID: "old", TTRMs: 1000}}
-	call := write(p, NewCallID(), enqueueArgs(jobs)...)
+	call := s.enqueueCall(p, jobs)
 	first, err := s.run(ctx, enqueueScript, call).Int64Slice()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +42,7 @@ func TestEnqueueReplayAnswersCreated(t *testing.T) {
 		t.Fatalf("the same job again: %+v, want created %d, run at %d", a, first[0], first[2])
 	}
 	// A call holding a repeat replays it too.
-	mixed := write(p, NewCallID(), enqueueArgs([]NewJob{jobs[0], {ID: "newer", TTRMs: 1000}})...)
+	mixed := s.enqueueCall(p, []NewJob{jobs[0], {ID: "newer", TTRMs: 1000}})
 	m1, err := s.run(ctx, enqueueScript, mixed).Int64Slice()
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +239,7 @@ func TestEnqueueReplayOfARepeatDoesNotBringBackACancelledJob(t *testing.T) {
 		t.Fatalf("first enqueue: %+v", first[0])
 	}
 	// The caller lost the answer and sends the job again: a repeat.
-	call := write(p, NewCallID(), enqueueArgs([]NewJob{job})...)
+	call := s.enqueueCall(p, []NewJob{job})
 	rep, err := s.run(ctx, enqueueScript, call).Int64Slice()
 	if err != nil || rep[1] != 2 {
 		t.Fatalf("the repeat: %v, %v; want status 2", rep, err)
@@ -256,5 +257,54 @@ func TestEnqueueReplayOfARepeatDoesNotBringBackACancelledJob(t *testing.T) {
 	}
 	if again[1] != rep[1] || again[2] != rep[2] || again[3] != rep[3] {
 		t.Errorf("the second run answered %v, the first %v", again, rep)
+	}
+}
+
+// A call that replaced, kept or met an ended id answers its replay as it answered first, and
+// replaces nothing twice.
+func TestEnqueueReplayOfAConflictAnswersAsTheFirst(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	print := func(j NewJob) NewJob { j.Print = Fingerprint(j); return j }
+	enqueueOne(t, s, p, "kept", 60000)
+	enqueueOne(t, s, p, "replaced", 60000)
+	done := print(NewJob{ID: "done", TTRMs: 1000, UniqueForMs: 60000})
+	if res := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{done}}); res[0].Jobs[0].Err != nil {
+		t.Fatal(res[0].Jobs[0].Err)
+	}
+	if err := s.Cancel(ctx, p, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, p, "done"); !errors.Is(err, ErrDone) {
+		t.Fatalf("Get of the cancelled job = %v, want ErrDone", err)
+	}
+	jobs := []NewJob{
+		print(NewJob{ID: "kept", TTRMs: 1000, Body: []byte("k"), OnConflict: ConflictKeep}),
+		print(NewJob{ID: "replaced", TTRMs: 1000, Body: []byte("r"), DelayMs: 5000, OnConflict: ConflictReplace}),
+		print(NewJob{ID: "done", TTRMs: 1000, Body: []byte("d")}),
+	}
+	call := s.enqueueCall(p, jobs)
+	first, err := s.run(ctx, enqueueScript, call).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetClockOffset(2000) // the replay runs later
+	again, err := s.run(ctx, enqueueScript, call).Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first, again); diff != "" {
+		t.Fatalf("replay answered differently (-first +replay):\n%s", diff)
+	}
+	_, added, err := parseEnqueue(redis.NewCmdResult(first, nil), len(jobs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !added[0].Kept || !added[1].Replaced || !errors.Is(added[2].Err, ErrDone) {
+		t.Fatalf("outcomes %+v, want kept, replaced, done", added)
+	}
+	r, err := s.Get(ctx, p, "replaced")
+	if err != nil || r.Replaces != 1 || string(r.Body) != "r" {
+		t.Fatalf("the replaced job after the replay: %+v, %v; want one replace", r, err)
 	}
 }

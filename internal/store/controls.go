@@ -65,6 +65,17 @@ func (s *Store) SetLimits(ctx context.Context, parts []keys.Partition, l Limits)
 	})
 }
 
+// SetUniqueFor sets the default unique_for of a topic whose partitions are parts (ms, 0 for
+// none), or clears it when ms is below 0: enqueued jobs with an id that name none take it.
+func (s *Store) SetUniqueFor(ctx context.Context, parts []keys.Partition, ms int64) error {
+	return s.setControls(ctx, parts, func(int) []any {
+		if ms < 0 {
+			return []any{"unique", ""}
+		}
+		return []any{"unique", ms}
+	})
+}
+
 // Share is partition p's share of a limit split over n partitions: the limit divided by n,
 // and one more for the first limit mod n partitions, so that the shares sum to the limit.
 func Share(limit, n, p int) int {

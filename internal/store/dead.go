@@ -28,10 +28,8 @@ func (s *Store) DeadRequeue(ctx context.Context, p keys.Partition, ids []string,
 // DeadDelete deletes dead jobs: the given ids, or when ids is nil up to limit of them.
 func (s *Store) DeadDelete(ctx context.Context, p keys.Partition, ids []string, limit int) (int, error) {
 	c := write(p, NewCallID(), deadArgs(ids, limit)...)
-	if s.marking() {
-		for _, id := range ids {
-			c.keys = append(c.keys, p.Ended(id))
-		}
+	for _, id := range ids {
+		c.keys = append(c.keys, p.Ended(id))
 	}
 	n, err := s.run(ctx, deadDeleteScript, c).Int()
 	if err != nil {

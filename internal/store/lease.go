@@ -52,10 +52,8 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (
 	args = append(args, string(rc.Lane), rc.Max, rc.MaxBytes, rc.Secret, rc.Bulk, rc.TTRMs)
 	args = appendLeases(args, rc.Acks)
 	c := write(p, rc.Call, args...)
-	if s.marking() {
-		for _, l := range rc.Acks {
-			c.keys = append(c.keys, p.Ended(l.ID))
-		}
+	for _, l := range rc.Acks {
+		c.keys = append(c.keys, p.Ended(l.ID))
 	}
 	vals, err := s.run(ctx, reserveScript, c).Slice()
 	if err != nil {
@@ -101,10 +99,8 @@ func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]
 		for _, l := range leases[i] {
 			c.keys = append(c.keys, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
 		}
-		if s.marking() {
-			for _, l := range leases[i] {
-				c.keys = append(c.keys, parts[i].Ended(l.ID))
-			}
+		for _, l := range leases[i] {
+			c.keys = append(c.keys, parts[i].Ended(l.ID))
 		}
 		c.records = true
 		return c

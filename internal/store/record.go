@@ -43,15 +43,19 @@ type Record struct {
 	Headers         map[string]string // nil when the job has none
 	Snoozes         int               // releases for later so far (see release.lua)
 	MaxSnoozes      int               // 0 for no limit
+	UniqueForMs     int64             // how long its id stays taken once it ends; 0 for not at all
+	Replaces        int               // enqueues that replaced it (ConflictReplace)
+	ReplacedMs      int64             // when the last one did, Unix ms; 0 when none did
 }
 
 // A stored record is a run of MessagePack values in the order of lib.lua's F_ fields: priority,
 // callback URL, TTR, finished attempts, created at, delay, format, max retries, body, backoff,
-// last error, died at, headers (a map of str to str, never empty), snoozes, max snoozes, and the
-// fingerprint of what the enqueue asked (PrintLen bytes, for jobs enqueued with an id of the
-// caller's, always the last field); trailing nils are left out, so a job without headers, a
-// snooze limit or a fingerprint stores no bytes for them, and a record written before a field
-// existed reads it as zero. Strings are MessagePack str values, which Redis's cmsgpack reads
+// last error, died at, headers (a map of str to str, never empty), snoozes, max snoozes,
+// unique_for, replaces, replaced at, and the fingerprint of what the enqueue asked (PrintLen
+// bytes, for jobs enqueued with an id of the caller's, always the last field: the 16th when the
+// three before it are absent, else the 19th); trailing nils are left out, so a job without
+// headers, a snooze limit or a fingerprint stores no bytes for them, and a record written
+// before a field existed reads it as zero. Strings are MessagePack str values, which Redis's cmsgpack reads
 // (it refuses bin).
 
 // PrintLen is the length of a job's fingerprint: 96 bits of SHA-256, beyond any search for
@@ -84,6 +88,10 @@ func Fingerprint(j NewJob) []byte {
 		b = binary.BigEndian.AppendUint64(append(b, 't'), uint64(j.RunAtMs))
 	} else {
 		b = binary.BigEndian.AppendUint64(append(b, 'd'), uint64(j.DelayMs))
+	}
+	if j.UniqueForMs != 0 {
+		// Only when asked, so that the fingerprints of jobs without one stay as they were.
+		b = binary.BigEndian.AppendUint64(append(b, 'u'), uint64(j.UniqueForMs))
 	}
 	sum := sha256.Sum256(appendTail(b, j))
 	return append([]byte(nil), sum[:PrintLen]...)
@@ -148,6 +156,11 @@ func appendTail(b []byte, j NewJob) []byte {
 		b = msgp.AppendNil(b)
 	}
 	if j.Print != nil {
+		if j.UniqueForMs > 0 {
+			b = msgp.AppendUint64(b, uint64(j.UniqueForMs))
+			b = msgp.AppendNil(b) // replaces
+			b = msgp.AppendNil(b) // replaced at
+		}
 		// Always the last field, so that a script reads it from the record's end.
 		b = msgp.AppendStringFromBytes(b, j.Print)
 	}
@@ -231,6 +244,11 @@ func decodeRecord(b []byte, r *Record) error {
 	r.Headers = d.strmap()
 	r.Snoozes = int(d.int())
 	r.MaxSnoozes = int(d.int())
+	if len(d.b) > PrintLen+1 {
+		r.UniqueForMs = d.int()
+		r.Replaces = int(d.int())
+		r.ReplacedMs = d.int()
+	}
 	d.raw() // the fingerprint, which only the scripts read
 	if d.err == nil && len(d.b) > 0 {
 		d.err = fmt.Errorf("%d bytes after the last field", len(d.b))

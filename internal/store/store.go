@@ -22,6 +22,8 @@ var (
 	ErrExists     = errors.New("delayq: job id already exists")
 	ErrLeaseLost  = errors.New("delayq: lease lost")
 	ErrWrongState = errors.New("delayq: job is reserved or dead")
+	// ErrDone: the id is taken by a job that ended within its unique_for (see DoneError).
+	ErrDone = errors.New("delayq: job already done")
 )
 
 var (
@@ -55,6 +57,10 @@ type Store struct {
 
 	// replayWindow is how long a script call's outcome is kept for a replay (see calls.go).
 	replayWindow time.Duration
+
+	// uniqueForMs is the unique_for of enqueued jobs with an id that name none, in topics
+	// without a default of their own (see SetDefaultUniqueFor).
+	uniqueForMs int64
 
 	// waitReplicas, when above 0, is how many replicas must confirm an enqueue within
 	// waitTimeout (see SetWaitReplicas).
@@ -109,6 +115,11 @@ func (s *Store) SetClockOffset(ms int64) { s.clockOffset.Store(ms) }
 // again within it answers as the first did; 0 keeps none. Call it before the Store is used.
 func (s *Store) SetReplayWindow(d time.Duration) { s.replayWindow = d }
 
+// SetDefaultUniqueFor sets how long the id of a job enqueued with an id stays taken once the
+// job ends, for jobs that name no unique_for in topics that have no default; 0 for not at all.
+// Call it before the Store is used.
+func (s *Store) SetDefaultUniqueFor(d time.Duration) { s.uniqueForMs = d.Milliseconds() }
+
 // SetWaitReplicas makes EnqueueMany fail unless n replicas confirm its writes within timeout.
 // Call it before the Store is used.
 func (s *Store) SetWaitReplicas(n int, timeout time.Duration) {
@@ -148,10 +159,6 @@ func write(p keys.Partition, call string, args ...any) script {
 	return script{keys: append(p.All(), p.Call(call)), args: args, records: true}
 }
 
-// marking tells whether the scripts keep ended markers (keys.Partition.Ended): while the replay
-// window is on. The keys are passed only then.
-func (s *Store) marking() bool { return s.replayWindow.Milliseconds() > 0 }
-
 func (s *Store) argv(c script) []any {
 	window := int64(0)
 	if c.records {
@@ -182,7 +189,21 @@ type NewJob struct {
 	// enqueue may come: the caller named the id. Nil for a job whose id the enqueuer made,
 	// which no retry can name: its record holds no fingerprint and its end leaves no marker.
 	Print []byte
+	// UniqueForMs is how long the job's id stays taken once it ends (a job with a Print only):
+	// 0 takes the topic's default (TopicDefaults), else the enqueuer's (DefaultUniqueForMs);
+	// below 0, none.
+	UniqueForMs int64
+	// OnConflict is what to do when the id exists: ConflictReject, ConflictKeep or
+	// ConflictReplace (a job with a Print only).
+	OnConflict int
 }
+
+// What an enqueue does when the job's id exists (NewJob.OnConflict).
+const (
+	ConflictReject  = 0 // ErrExists, unless the enqueue repeats the one that made the job
+	ConflictKeep    = 1 // answer the job as it is (Added.Kept)
+	ConflictReplace = 2 // a delayed or ready job takes the new one's fields in place (Added.Replaced)
+)
 
 // Added is the outcome of adding one job: its due time and creation time, or ErrExists. A job
 // that an identical enqueue added within the replay window of its creation counts as added,
@@ -196,7 +217,11 @@ type Added struct {
 	// StoredTrace, for a Repeat whose stored trace headers differ from this call's, holds
 	// them as stored: traceparent and tracestate, "" for one the job lacks.
 	StoredTrace []string
-	Err         error
+	// Kept and Replaced say that the id existed and the job was kept as it was, or replaced
+	// (NewJob.OnConflict): Job is the job as it is now.
+	Kept, Replaced bool
+	Job            *Record
+	Err            error
 }
 
 // Enqueued is the outcome of one partition's enqueue call: the server's time and each job's
@@ -211,15 +236,7 @@ type Enqueued struct {
 // returns each partition's outcome: one partition's failure leaves the others' as they are.
 func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs [][]NewJob) []Enqueued {
 	cmds, errs := s.pipelined(ctx, enqueueScript, len(parts), func(i int) script {
-		c := write(parts[i], NewCallID(), enqueueArgs(jobs[i])...)
-		if s.marking() {
-			for _, j := range jobs[i] {
-				if j.Print != nil {
-					c.keys = append(c.keys, parts[i].Ended(j.ID))
-				}
-			}
-		}
-		return c
+		return s.enqueueCall(parts[i], jobs[i])
 	})
 	out := make([]Enqueued, len(parts))
 	for i, cmd := range cmds {
@@ -308,19 +325,37 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 	return cmds, errs
 }
 
-func enqueueArgs(jobs []NewJob) []any {
-	args := make([]any, 0, 2+5*len(jobs))
-	lanes := make([]byte, len(jobs))
-	for i, j := range jobs {
-		lanes[i] = '0'
-		if j.Callback != "" {
-			lanes[i]++
-		}
+// enqueueCall is the call of enqueue.lua that adds jobs to partition p.
+func (s *Store) enqueueCall(p keys.Partition, jobs []NewJob) script {
+	c := write(p, NewCallID(), s.enqueueArgs(jobs)...)
+	for _, j := range jobs {
 		if j.Print != nil {
-			lanes[i] += 2 // the fingerprint ends the tail
+			c.keys = append(c.keys, p.Ended(j.ID))
 		}
 	}
-	args = append(args, len(jobs), string(lanes))
+	return c
+}
+
+func (s *Store) enqueueArgs(jobs []NewJob) []any {
+	args := make([]any, 0, 3+5*len(jobs))
+	kinds := make([]byte, len(jobs))
+	defaulted := false
+	for i, j := range jobs {
+		kind := byte(0)
+		if j.Callback != "" {
+			kind++
+		}
+		if j.Print != nil {
+			kind += 2 // the fingerprint ends the tail
+			if j.UniqueForMs == 0 {
+				kind += 4
+				defaulted = true
+			}
+			kind += 8 * byte(j.OnConflict)
+		}
+		kinds[i] = '0' + kind
+	}
+	args = append(args, len(jobs), string(kinds))
 	for _, j := range jobs {
 		delay, at := strconv.FormatInt(j.DelayMs, 10), ""
 		if j.RunAtMs != 0 {
@@ -328,20 +363,39 @@ func enqueueArgs(jobs []NewJob) []any {
 		}
 		args = append(args, j.ID, delay, at, recordHead(j), recordTail(j))
 	}
+	if defaulted && s.uniqueForMs > 0 {
+		args = append(args, s.uniqueForMs)
+	}
 	return args
 }
+
+// Script statuses of an enqueued job (enqueue.lua).
+const (
+	addedExists   = 0
+	addedNew      = 1
+	addedRepeat   = 2
+	addedDone     = 3
+	addedKept     = 4
+	addedWrong    = 5
+	addedReplaced = 6
+)
 
 func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	raw, err := cmd.Slice()
 	if err != nil {
 		return 0, nil, fmt.Errorf("delayq: enqueue: %w", err)
 	}
-	var traces []any
-	if len(raw) == 2+3*n {
+	var traces, jobs []any
+	switch len(raw) - (1 + 3*n) {
+	case 2:
+		jobs, _ = raw[len(raw)-1].([]any)
+		raw = raw[:len(raw)-1]
+		fallthrough
+	case 1:
 		traces, _ = raw[len(raw)-1].([]any)
 		raw = raw[:len(raw)-1]
 	}
-	if len(raw) != 1+3*n || len(traces)%3 != 0 {
+	if len(raw) != 1+3*n || len(traces)%3 != 0 || len(jobs)%2 != 0 {
 		return 0, nil, fmt.Errorf("delayq: enqueue: %d values in reply, want %d", len(raw), 1+3*n)
 	}
 	vals := make([]int64, len(raw))
@@ -355,10 +409,20 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	for i := range out {
 		v := vals[1+3*i:]
 		switch v[0] {
-		case 0:
+		case addedExists:
 			out[i].Err = ErrExists
-		case 2:
+		case addedRepeat:
 			out[i].Repeat = true
+		case addedDone:
+			out[i].Err = &DoneError{Outcome: endOutcome(v[1]), EndedMs: v[2]}
+			continue
+		case addedKept:
+			out[i].Kept = true
+		case addedReplaced:
+			out[i].Replaced = true
+		case addedWrong:
+			out[i].Err = ErrWrongState
+			continue
 		}
 		out[i].RunAtMs, out[i].CreatedMs = v[1], v[2]
 	}
@@ -369,6 +433,23 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 		}
 		out[i].StoredTrace = []string{toString(traces[k+1]), toString(traces[k+2])}
 	}
+	for k := 0; k < len(jobs); k += 2 {
+		i := toInt(jobs[k])
+		if i < 0 || i >= int64(n) || !(out[i].Kept || out[i].Replaced) {
+			return 0, nil, fmt.Errorf("delayq: enqueue: a job for %d, not kept nor replaced", i)
+		}
+		r, err := parseRecord(jobs[k+1])
+		if err != nil {
+			return 0, nil, err
+		}
+		out[i].Job = &r
+		out[i].RunAtMs, out[i].CreatedMs = r.RunAtMs, r.CreatedMs
+	}
+	for i, a := range out {
+		if (a.Kept || a.Replaced) && a.Job == nil {
+			return 0, nil, fmt.Errorf("delayq: enqueue: job %d kept or replaced, but not returned", i)
+		}
+	}
 	return vals[0], out, nil
 }
 
@@ -377,9 +458,7 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 // deleted, within it is an *EndedError; any other missing job ErrNotFound.
 func (s *Store) Cancel(ctx context.Context, p keys.Partition, id string) error {
 	c := write(p, NewCallID(), id)
-	if s.marking() {
-		c.keys = append(c.keys, p.Ended(id))
-	}
+	c.keys = append(c.keys, p.Ended(id))
 	v, err := s.run(ctx, cancelScript, c).Result()
 	if err != nil {
 		return fmt.Errorf("delayq: cancel: %w", err)
@@ -404,6 +483,18 @@ func (e *EndedError) Error() string { return "delayq: job already ended: " + e.O
 
 // Is makes errors.Is(err, ErrNotFound) true.
 func (e *EndedError) Is(target error) bool { return target == ErrNotFound }
+
+// DoneError is what an enqueue or a read of an id meets when a job with that id ended within
+// its unique_for: how it ended and when. It matches ErrDone.
+type DoneError struct {
+	Outcome string // "acked", "dead" or "cancelled"
+	EndedMs int64  // when, Unix ms
+}
+
+func (e *DoneError) Error() string { return "delayq: job already done: " + e.Outcome }
+
+// Is makes errors.Is(err, ErrDone) true.
+func (e *DoneError) Is(target error) bool { return target == ErrDone }
 
 // endOutcome names an outcome of lib.lua's END_ values.
 func endOutcome(code int64) string {
@@ -439,12 +530,17 @@ func (s *Store) Reschedule(ctx context.Context, p keys.Partition, id string, rel
 
 // Get reads one job.
 func (s *Store) Get(ctx context.Context, p keys.Partition, id string) (Record, error) {
-	v, err := s.run(ctx, getScript, read(p, id)).Result()
+	c := read(p, id)
+	c.keys = append(c.keys, p.Ended(id))
+	v, err := s.run(ctx, getScript, c).Result()
 	if errors.Is(err, redis.Nil) {
 		return Record{}, ErrNotFound
 	}
 	if err != nil {
 		return Record{}, fmt.Errorf("delayq: get: %w", err)
+	}
+	if ended, ok := v.([]any); ok && len(ended) == 2 {
+		return Record{}, &DoneError{Outcome: endOutcome(toInt(ended[0])), EndedMs: toInt(ended[1])}
 	}
 	return parseRecord(v)
 }
@@ -457,6 +553,7 @@ type Counts struct {
 	Paused                                bool  // the partition hands out nothing (SetPaused)
 	Limits                                Limits
 	LeasesExpired                         int64 // leases expired in the partition so far
+	UniqueForMs                           int64 // the topic's default unique_for; -1 when it sets none
 }
 
 // Stats counts the jobs of each partition in parts, in one pipelined round trip.
@@ -470,14 +567,14 @@ func (s *Store) Stats(ctx context.Context, parts []keys.Partition) ([]Counts, er
 			return nil, errs[i]
 		}
 		v, err := cmd.Int64Slice()
-		if err == nil && len(v) != 12 {
+		if err == nil && len(v) != 13 {
 			err = errors.New("malformed reply")
 		}
 		if err != nil {
 			return nil, fmt.Errorf("delayq: stats: %d values: %w", len(v), err)
 		}
 		out[i] = Counts{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7] == 1,
-			Limits{Rate: int(v[8]), PeriodMs: v[9], Concurrency: int(v[10])}, v[11]}
+			Limits{Rate: int(v[8]), PeriodMs: v[9], Concurrency: int(v[10])}, v[11], v[12]}
 	}
 	return out, nil
 }

@@ -1,22 +1,20 @@
 -- cancel.lua: delete a job in any state; it is never handed out again, and its lease dies with it.
--- KEYS: see lib.lua; while the replay window is on, KEYS[13] is the job's ended marker
--- (mark_ended). ARGV[4] id.
--- Returns 1 when the job existed, or had been cancelled since its creation within the replay
--- window (a cancel retried after a lost answer), 0 when there was none; {outcome, at} when it
--- ended otherwise within that window: END_ACKED or END_DEAD (dead, then deleted), and when.
+-- KEYS: see lib.lua; KEYS[13] is the job's ended marker (mark_ended). ARGV[4] id.
+-- Returns 1 when the job existed, or had been cancelled since (a cancel retried after a lost
+-- answer), 0 when there was none; {outcome, at} when it ended otherwise: END_ACKED or END_DEAD
+-- (dead, then deleted), and when. "Since" is within the replay window of its creation, or
+-- within the job's unique_for of its end, while its marker says so.
 -- A second run of a call that deleted the job answers as the first did, and deletes nothing:
 -- the id may name a new job by now. So the record is read first.
 local id = ARGV[4]
 local r = recorded()
 if r and r ~= '' then return cmsgpack.unpack(r) end
-local ENDED = WINDOW > 0 and KEYS[13]
+local ENDED = KEYS[13]
 local rec = (ARCHIVE ~= 0 or ENDED) and redis.call('HGET', JOBS, id)
 if redis.call('HDEL', JOBS, id) == 0 then
-  local m = ENDED and redis.call('GET', ENDED)
-  if not m then return 0 end
-  local outcome, at, created = cmsgpack.unpack(m)
-  -- The marker expires with the window by Redis's own clock; a clock offset (tests) moves NOW.
-  if NOW - created > WINDOW then return 0 end
+  local outcome, at, created, _, taken = ended_by(ENDED)
+  -- The marker expires by Redis's own clock; a clock offset (tests) moves NOW.
+  if not outcome or (NOW - created > WINDOW and not taken) then return 0 end
   if outcome == END_CANCELLED then return 1 end
   return {outcome, at}
 end

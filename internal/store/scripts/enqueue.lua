@@ -1,22 +1,30 @@
 -- enqueue.lua: add jobs to one partition; each job succeeds or fails alone.
--- KEYS: see lib.lua; while the replay window is on, KEYS[13..] are the ended markers
--- (mark_ended) of the jobs with a fingerprint, in order.
--- ARGV[4] job count n; ARGV[5] the jobs' lanes, a character each: '1' push (a callback URL),
--- '0' pull, and '3' and '2' for the same with a fingerprint of what the caller asked
--- (store.Fingerprint, none for an id the caller did not choose), which is then the record's
--- last field: the last PRINT_LEN bytes of the tail; then n groups of 5 values:
+-- KEYS: see lib.lua; KEYS[13..] are the ended markers (mark_ended) of the jobs with a
+-- fingerprint, in order.
+-- ARGV[4] job count n; ARGV[5] the jobs' kinds, a character each, '0' plus the sum of: 1 for a
+-- push job (a callback URL); 2 for a fingerprint of what the caller asked (store.Fingerprint,
+-- none for an id the caller did not choose), which is then the record's last field: the last
+-- PRINT_LEN bytes of the tail; 4 when the job names no unique_for, and takes its topic's or the
+-- caller's (a fingerprinted job only); 8 times what to do when the id exists: 0 reject, 1
+-- keep, 2 replace. Then n groups of 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
--- Returns: {now, status_1, run_at_1, created_1, ..., status_n, run_at_n, created_n[, traces]};
--- status 1 = added (created is now), 2 = the same job was added by an identical enqueue within
--- the replay window (its run_at and created are the first one's), 0 = the id exists (run_at and
--- created 0). traces, present when a repeat's stored trace headers differ from this call's, is
--- {i, traceparent, tracestate, ...} for those repeats (i from 0, '' for a header the job lacks):
--- the repeat answers the job as stored.
+-- and, when a job takes a default unique_for, the caller's (ms) may follow.
+-- Returns: {now, status_1, a_1, b_1, ..., status_n, a_n, b_n[, traces[, jobs]]}; status
+-- 1 = added (a and b are its run_at and created, now), 2 = the same job was added by an
+-- identical enqueue within the replay window (a and b are the first one's run_at and created),
+-- 0 = the id exists (a and b 0), 3 = the id is taken by a job that ended within its unique_for
+-- (a is END_ACKED, END_CANCELLED or END_DEAD, b when), 4 = kept (on_conflict keep) and
+-- 6 = replaced (on_conflict replace): the job is in jobs, 5 = not replaced, being reserved or
+-- dead (a is its state). traces, present when a repeat's stored trace headers differ from this
+-- call's (or jobs is), is {i, traceparent, tracestate, ...} for those repeats (i from 0, '' for
+-- a header the job lacks): the repeat answers the job as stored. jobs is {i, job, ...}, each
+-- job as reply() makes it.
 -- The per-job cost is one HSETNX and two string joins; the new jobs enter the delayed set in
 -- one ZADD. The call records its time, the positions of the jobs that existed and those of the
 -- repeats with their times, from which a second run of the call rebuilds the same answer and
--- stores nothing. The record is read first: by the second run the jobs may have been acked or
+-- stores nothing (a call that met an ended id, kept or replaced a job records its whole
+-- answer). The record is read first: by the second run the jobs may have been acked or
 -- cancelled, and must not come back.
 -- A job with a fingerprint is repeated by an enqueue of the same id and fingerprint within the
 -- replay window of its creation, whatever became of it since: it may be due, leased, failed,
@@ -27,6 +35,7 @@
 -- which a retry in a new span changes), at the same due time, created no longer than the
 -- window ago, never failed nor released or rescheduled. So a caller whose answer was lost may
 -- send the same job again and learn that it was stored, without a second job or a second run.
+-- A replace is never a repeat while the job exists: each one moves the job (debounce).
 -- The marker is read before the record is added (one GET per job with a fingerprint): another
 -- job may have taken the id since, and the retry still answers its own first call.
 local n = tonumber(ARGV[4])
@@ -43,6 +52,7 @@ local function replay()
   local r = recorded()
   if not r or r == '' then return nil end
   local rec = {cmsgpack.unpack(r)}
+  if rec[1] == 'whole' then return rec[2] end
   local now, existed, repeats = rec[1], {}, {}
   for _, i in ipairs(rec[2]) do existed[i] = true end
   local rs = rec[3] or {}
@@ -107,7 +117,7 @@ local function repeat_of(id, print, delay, run_at, head, tail)
     if delay ~= '' then first = created + tonumber(delay) end
     if stored == head .. cmsgpack.pack(created, d) .. tail then return first, created end
     local x = pack_values(cmsgpack.unpack(stored))
-    if x.n ~= F_PRINT or x[F_PRINT] ~= print then return nil end
+    if print_of(x) ~= print then return nil end
     return first, created, x[F_HEADERS] or {}
   end
   if delay ~= '' then
@@ -122,6 +132,57 @@ local function repeat_of(id, print, delay, run_at, head, tail)
   return created + d, created, headers
 end
 
+-- default_unique is the unique_for of a job that names none: the topic's (its settings'
+-- unique_for_ms, read once per call), else the caller's default (the argument after the jobs,
+-- when given), else 0.
+local default_unique
+local function unique_default()
+  if not default_unique then
+    default_unique = tonumber(redis.call('HGET', SETTINGS, 'unique_for_ms') or ARGV[6 + 5 * n] or '0')
+  end
+  return default_unique
+end
+
+-- with_unique returns a record tail (ending with a fingerprint at field 16) with unique_for
+-- u set before the fingerprint, which moves to F_PRINT.
+local function with_unique(tail, u)
+  local cut = #tail - PRINT_LEN - 1
+  return string.sub(tail, 1, cut) .. cmsgpack.pack(u) .. '\192\192' .. string.sub(tail, cut + 1)
+end
+
+-- done_dead answers, for a job whose id exists, the time it went dead when it lies in the dead
+-- letters within its unique_for of that: its id is taken as if it had ended; else nil.
+local function done_dead(id)
+  if not redis.call('ZSCORE', DEAD, id) then return nil end
+  local j = load_job(id)
+  print_of(j)
+  local u, at = j[F_UNIQUE_FOR] or 0, j[F_DIED_AT] or 0
+  if NOW - at < u then return at end
+  return nil
+end
+
+-- replace makes job id, delayed or ready, the one this call asks for (record rec, due at t, in
+-- lane) in place: it keeps its creation time, attempts, snoozes and last error, and counts the
+-- replace. Returns the job as reply() does, or nil and its state when it is reserved or dead.
+local function replace(id, rec, t, lane)
+  if redis.call('HEXISTS', LEASES, id) == 1 then return nil, S_RESERVED end
+  if redis.call('ZSCORE', DEAD, id) then return nil, S_DEAD end
+  local old = load_job(id)
+  print_of(old)
+  local j = pack_values(cmsgpack.unpack(rec))
+  print_of(j)
+  j[F_CREATED], j[F_DELAY] = old[F_CREATED], t - old[F_CREATED]
+  j[F_ATTEMPTS], j[F_LAST_ERROR], j[F_SNOOZES] = old[F_ATTEMPTS], old[F_LAST_ERROR], old[F_SNOOZES]
+  j[F_REPLACES], j[F_REPLACED_AT] = (old[F_REPLACES] or 0) + 1, NOW
+  redis.call('ZREM', READY, id)
+  redis.call('ZREM', READY_PUSH, id)
+  local prev = head_score()
+  local saved = save(id, j)
+  redis.call('ZADD', DELAYED, string.format('%d', t), id)
+  notify_if_sooner(prev, t, lane)
+  return reply(id, saved)
+end
+
 local again = replay()
 if again then return again end
 
@@ -132,44 +193,58 @@ local scheduled = {}
 local existed = {}
 local repeats = {}
 local traces -- made only when a repeat needs it
+local jobs -- made only when a job is kept or replaced: {i, job as reply() makes it, ...}
+local whole = false -- whether the call's record must be its whole answer (see replay)
 local marker = 12 -- the last ended marker's position in KEYS
 for i = 0, n - 1 do
   local a = 6 + i * 5
   local id, delay = ARGV[a], ARGV[a + 1]
-  local kind = string.byte(LANES, i + 1) - 48 -- 1: push; 2: a fingerprint
+  -- kind's bits: 1 push, 2 a fingerprint, 4 the topic's or caller's unique_for applies; then
+  -- kind / 8 is what to do when the id exists: 0 reject, 1 keep, 2 replace.
+  local kind = string.byte(LANES, i + 1) - 48
+  local printed, conflict = kind % 4 >= 2, math.floor(kind / 8)
+  local lane = 'pull'
+  if kind % 2 == 1 then lane = 'push' end
   local t
   if delay ~= '' then t = NOW + tonumber(delay) else t = tonumber(ARGV[a + 2]) end
+  local tail = ARGV[a + 4]
   -- A job that ended within the window: its marker answers an identical enqueue (the first
-  -- call's due time: created plus the delay asked, or the run_at asked, t).
-  local print, run_at, created = ''
-  if kind >= 2 then
-    print = string.sub(ARGV[a + 4], -PRINT_LEN)
-    if WINDOW > 0 then
-      marker = marker + 1
-      local m = redis.call('GET', KEYS[marker])
-      if m then
-        local _, _, c, p = cmsgpack.unpack(m)
-        if p == print and NOW - c <= WINDOW then
-          created, run_at = c, t
-          if delay ~= '' then run_at = c + tonumber(delay) end
-        end
-      end
+  -- call's due time: created plus the delay asked, or the run_at asked, t). One that ended
+  -- within its unique_for keeps its id taken.
+  local print, run_at, created, ended, ended_at = ''
+  if printed then
+    print = string.sub(tail, -PRINT_LEN)
+    marker = marker + 1
+    local outcome, at, c, p, taken = ended_by(KEYS[marker])
+    if outcome and p == print and NOW - c <= WINDOW then
+      created, run_at = c, t
+      if delay ~= '' then run_at = c + tonumber(delay) end
+    elseif taken then
+      ended, ended_at = outcome, at
+    end
+    if kind % 8 >= 4 and not run_at and not ended then
+      local u = unique_default()
+      if u > 0 then tail = with_unique(tail, u) end
     end
   end
-  local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. ARGV[a + 4]
+  local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. tail
   if run_at then
     add(repeats, i, run_at, created)
     add(out, 2, run_at, created)
+  elseif ended then
+    whole = true
+    add(out, 3, ended, ended_at)
   elseif redis.call('HSETNX', JOBS, id, rec) == 1 then
     scheduled[#scheduled + 1] = string.format('%d', t)
     scheduled[#scheduled + 1] = id
-    local lane = 'pull'
-    if kind % 2 == 1 then lane = 'push' end
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
     add(out, 1, t, NOW)
   else
-    local headers
-    run_at, created, headers = repeat_of(id, print, delay, ARGV[a + 2], ARGV[a + 3], ARGV[a + 4])
+    local headers, died, job, state
+    if conflict ~= 2 then
+      run_at, created, headers = repeat_of(id, print, delay, ARGV[a + 2], ARGV[a + 3], tail)
+    end
+    if not run_at then died = done_dead(id) end
     if run_at then
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)
@@ -177,19 +252,44 @@ for i = 0, n - 1 do
         traces = traces or {}
         add(traces, i, headers.traceparent or '', headers.tracestate or '')
       end
-    else
+    elseif died then
+      whole = true
+      add(out, 3, END_DEAD, died)
+    elseif conflict == 0 then
       existed[#existed + 1] = i
       add(out, 0, 0, 0)
+    else
+      whole = true
+      if conflict == 1 then
+        job = reply(id, redis.call('HGET', JOBS, id))
+      else
+        job, state = replace(id, rec, t, lane)
+      end
+      if job then
+        jobs = jobs or {}
+        add(jobs, i, job)
+        add(out, 2 + 2 * conflict, 0, 0) -- 4 kept, 6 replaced
+      else
+        add(out, 5, state, 0)
+      end
     end
   end
 end
 bulk('ZADD', DELAYED, scheduled)
 for lane, t in pairs(soonest) do notify_if_sooner(prev, t, lane) end
--- Recorded even when nothing was stored: a second run of a call that met existing jobs or
--- repeats must answer as this one did, whatever happened to those jobs since.
-if traces then
-  record(NOW, existed, repeats, traces)
+if jobs then
+  out[#out + 1] = traces or {}
+  out[#out + 1] = jobs
+elseif traces then
   out[#out + 1] = traces
+end
+-- Recorded even when nothing was stored: a second run of a call that met existing jobs or
+-- repeats must answer as this one did, whatever happened to those jobs since. A call that met
+-- ended ids, or kept or replaced jobs, records its whole answer.
+if whole then
+  record('whole', out)
+elseif traces then
+  record(NOW, existed, repeats, traces)
 else
   record(NOW, existed, repeats)
 end

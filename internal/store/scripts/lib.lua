@@ -57,10 +57,17 @@ local F_HEADERS = 13
 -- the most it may take before it goes dead; both absent in records written before them, and
 -- in a new job's record (0, and no limit), so they cost a job that never snoozes nothing.
 local F_SNOOZES, F_MAX_SNOOZES = 14, 15
+-- F_UNIQUE_FOR is how long the job's id stays taken once it ends (ms: its ended marker's life,
+-- mark_ended); F_REPLACES counts the enqueues that replaced it (on_conflict replace) and
+-- F_REPLACED_AT is when the last one did. All absent unless used.
+local F_UNIQUE_FOR, F_REPLACES, F_REPLACED_AT = 16, 17, 18
 -- F_PRINT is the fingerprint of what the enqueue asked (store.Fingerprint, PRINT_LEN bytes),
--- present only for jobs enqueued with an id of the caller's, and then always the last field.
-local F_PRINT = 16
-local NFIELDS = 16
+-- present only for jobs enqueued with an id of the caller's, and then always the last field:
+-- at F_PRINT, or at 16 when none of the three fields above is set (and in
+-- records written before they existed). So a record of more than F_MAX_SNOOZES fields ends
+-- with its fingerprint.
+local F_PRINT = 19
+local NFIELDS = 19
 local PRINT_LEN = 12
 local PRINT_TAG = 0xa0 + PRINT_LEN -- MessagePack's fixstr of PRINT_LEN bytes
 
@@ -134,6 +141,17 @@ local function pack_values(...)
   return {n = select('#', ...), ...}
 end
 
+-- print_of returns the fingerprint of a record's values j (pack_values), nil for none, after
+-- moving it to F_PRINT so that the fields before it may be set.
+local function print_of(j)
+  if j.n <= F_MAX_SNOOZES then return nil end
+  local p = j[j.n]
+  j[j.n] = nil
+  j[F_PRINT] = p
+  j.n = F_PRINT
+  return p
+end
+
 local function encode(j)
   local n = NFIELDS
   while n > 0 and j[n] == nil do n = n - 1 end
@@ -178,30 +196,43 @@ local function archive(outcome, id, rec, attempts, at)
 end
 
 -- mark_ended keeps under key (the job's Partition.Ended, from KEYS) what became of a job whose
--- record rec goes now (outcome, an END_ value), until the replay window of the job's creation
--- closes: an identical enqueue retried until then answers the first one's job instead of
--- adding it again (enqueue.lua), and a retried cancel learns what became of it (cancel.lua).
--- Only a job whose record holds a fingerprint gets one (or any job, when bare is true: a
--- cancel, rare enough to tell every retried cancel what it did), and only while replays are on
--- and the job was created less than the window ago. The marker is the outcome, its time, the
--- job's creation time and its fingerprint ('' for none), about 30 bytes and no body. It
+-- record rec goes now (outcome, an END_ value): until the replay window of the job's creation
+-- closes, an identical enqueue retried answers the first one's job instead of adding it again
+-- (enqueue.lua) and a retried cancel learns what became of it (cancel.lua); for the job's
+-- F_UNIQUE_FOR from now, its id stays taken (an enqueue of it answers already_done, and a read
+-- the marker). Only a job whose record holds a fingerprint gets one (or any job, when bare is
+-- true: a cancel, rare enough to tell every retried cancel what it did), and only while
+-- either of the two lasts. The marker is the outcome, its time, the job's creation time, its
+-- fingerprint ('' for none) and its unique_for (0 for none): about 30 bytes and no body. It
 -- writes: a script calls it after its first write (see record).
 local function mark_ended(key, outcome, rec, bare)
-  if WINDOW <= 0 or not key or not rec then return end
+  if not key or not rec then return end
   -- A record whose end is not a fixstr of PRINT_LEN bytes holds no fingerprint; one whose end
   -- is may still end in a body or header of that length, so it is unpacked to be sure.
   local tagged = string.byte(rec, -PRINT_LEN - 1) == PRINT_TAG
   if not tagged and not bare then return end
   local _, _, _, _, _, created = cmsgpack.unpack_limit(rec, F_CREATED)
-  local left = created + WINDOW - NOW
-  if left <= 0 then return end
-  local print = ''
+  local print, unique = '', 0
   if tagged then
     local j = pack_values(cmsgpack.unpack(rec))
-    if j.n == F_PRINT then print = j[F_PRINT] end
+    print = print_of(j) or ''
+    unique = j[F_UNIQUE_FOR] or 0
   end
   if print == '' and not bare then return end
-  redis.call('SET', key, cmsgpack.pack(outcome, NOW, created, print), 'PX', string.format('%d', left))
+  local left = unique
+  if WINDOW > 0 then left = math.max(left, created + WINDOW - NOW) end
+  if left <= 0 then return end
+  redis.call('SET', key, cmsgpack.pack(outcome, NOW, created, print, unique), 'PX', string.format('%d', left))
+end
+
+-- ended_by reads the ended marker under key: its outcome, end time, the job's creation time,
+-- fingerprint, and whether it keeps the id taken still (its unique_for has not passed since
+-- the end; see mark_ended), or nil when there is none.
+local function ended_by(key)
+  local m = key and redis.call('GET', key)
+  if not m then return nil end
+  local outcome, at, created, print, unique = cmsgpack.unpack(m)
+  return outcome, at, created, print, NOW - at < (unique or 0)
 end
 
 -- attempts_of returns the finished attempts a stored record counts.
@@ -388,7 +419,6 @@ end
 -- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
 -- one (the job is then left as it is).
 local function ack_leases(first, ended)
-  if WINDOW <= 0 then ended = nil end
   local out, done, pair = {}, {}, ended and {}
   for i = first, #ARGV - 1, 2 do
     local id = ARGV[i]

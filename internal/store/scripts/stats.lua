@@ -4,7 +4,8 @@
 --          when the oldest ready job became ready (its due time, or its enqueue when that was
 --          later) or -1, 1 when paused else 0,
 --          the topic's rate limit, its period in ms and the topic's concurrency limit (0: none),
---          the leases expired in the partition so far}.
+--          the leases expired in the partition so far, the topic's default unique_for in ms or
+--          -1 when it sets none}.
 local due_waiting = redis.call('ZCOUNT', DELAYED, '-inf', NOW)
 local delayed = redis.call('ZCARD', DELAYED) - due_waiting
 local ready = due_waiting + redis.call('ZCARD', READY) + redis.call('ZCARD', READY_PUSH)
@@ -82,8 +83,9 @@ if due_waiting > 0 then
 end
 local earliest = oldest
 if head and (earliest == -1 or head < earliest) then earliest = head end
-local s = redis.call('HMGET', SETTINGS, 'paused', 'rate', 'period_ms', 'concurrency', 'leases_expired')
+local s = redis.call('HMGET', SETTINGS, 'paused', 'rate', 'period_ms', 'concurrency', 'leases_expired', 'unique_for_ms')
 local paused = 0
 if s[1] == '1' then paused = 1 end
 return {NOW, delayed, ready, redis.call('ZCARD', RESERVED), redis.call('ZCARD', DEAD), earliest, oldest,
-        paused, tonumber(s[2]) or 0, tonumber(s[3]) or 0, tonumber(s[4]) or 0, tonumber(s[5]) or 0}
+        paused, tonumber(s[2]) or 0, tonumber(s[3]) or 0, tonumber(s[4]) or 0, tonumber(s[5]) or 0,
+        tonumber(s[6]) or -1}
