@@ -30,8 +30,8 @@ const (
 // Proxy is a TCP proxy between Redis clients and one redis-server that reads
 // the RESP2 and RESP3 traffic in both directions, so that it pairs every
 // reply with its command and can inject a fault at an exact point of a
-// conversation: a reply lost after Redis ran the command (DropReplyOnce), or
-// the network going away (Outage, CutAll).
+// conversation: a reply lost after Redis ran the command (DropReplyOnce,
+// DropReplies), or the network going away (Outage, CutAll).
 //
 // A connection that sends SUBSCRIBE, SSUBSCRIBE, PSUBSCRIBE or MONITOR is
 // passed through untouched from then on: its messages answer no command.
@@ -53,11 +53,14 @@ type Proxy struct {
 	timers    []*time.Timer  // pending ends of outages, stopped by close
 	forwarded map[string]int // commands forwarded, by upper-case name
 	accepted  int
+	dropped   int // replies dropped after Redis answered
 }
 
-// dropFault is one armed DropReplyOnce.
+// dropFault is one armed DropReplyOnce or DropReplies.
 type dropFault struct {
 	match func(args []string) bool
+	// fired, for DropReplyOnce, is closed once the reply was dropped; nil for DropReplies,
+	// whose fault stays armed until its timer removes it.
 	fired chan struct{}
 }
 
@@ -94,8 +97,9 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 //
 // match gets the command's arguments, the name first as the client spelled
 // it (go-redis sends lower case, "incr"). It is called with the proxy's lock
-// held and must not call the Proxy's methods. Faults armed together are
-// tried in the order they were armed; each fires at most once.
+// held and must not call the Proxy's methods. Faults armed together (by this
+// method or DropReplies) are tried in the order they were armed; one armed
+// by this method fires at most once.
 //
 // The returned channel is closed once Redis has answered the command and
 // both sides of the connection are closed. If the connection is cut before
@@ -106,6 +110,40 @@ func (p *Proxy) DropReplyOnce(match func(args []string) bool) <-chan struct{} {
 	defer p.mu.Unlock()
 	p.drops = append(p.drops, d)
 	return d.fired
+}
+
+// DropReplies arms a fault for d: every command, on any connection, for
+// which match returns true is forwarded to Redis, which runs it, and its reply
+// is dropped as DropReplyOnce drops one. A client that sends the command
+// again within d, as go-redis does after end of file, loses that reply too,
+// so that its caller sees an error although Redis ran the command each time.
+// Commands forwarded after d has passed are answered as usual; the reply of
+// one forwarded just before may still be dropped.
+//
+// match is called as DropReplyOnce's is, in the order the faults were armed.
+// DropReplies returns at once; the returned channel is closed when d has
+// passed.
+func (p *Proxy) DropReplies(match func(args []string) bool, d time.Duration) <-chan struct{} {
+	f := &dropFault{match: match}
+	end := make(chan struct{})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.drops = append(p.drops, f)
+	p.timers = append(p.timers, time.AfterFunc(d, func() {
+		p.mu.Lock()
+		p.drops = slices.DeleteFunc(p.drops, func(g *dropFault) bool { return g == f })
+		p.mu.Unlock()
+		close(end)
+	}))
+	return end
+}
+
+// Dropped returns how many replies the proxy has dropped after Redis
+// answered them, by DropReplyOnce and DropReplies.
+func (p *Proxy) Dropped() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dropped
 }
 
 // Outage closes every open connection, both sides at once, and for d closes
@@ -265,7 +303,9 @@ func (p *Proxy) forwardCommands(c *proxyConn, queue chan<- pending) error {
 		for i, d := range p.drops {
 			if d.match(args) {
 				cmd.drop = d
-				p.drops = append(p.drops[:i], p.drops[i+1:]...)
+				if d.fired != nil {
+					p.drops = append(p.drops[:i], p.drops[i+1:]...)
+				}
 				break
 			}
 		}
@@ -339,7 +379,12 @@ func (p *Proxy) forwardReplies(c *proxyConn, queue <-chan pending) {
 			}
 			if copyValue(io.Discard, r) == nil {
 				c.close()
-				close(head.drop.fired)
+				p.mu.Lock()
+				p.dropped++
+				p.mu.Unlock()
+				if head.drop.fired != nil {
+					close(head.drop.fired)
+				}
 			}
 			return
 		default:

@@ -343,6 +343,9 @@ func TestProxyDropReplyRaw(t *testing.T) {
 	if got := p.Forwarded("INCR"); got != 5 {
 		t.Errorf("Forwarded(INCR) = %d, want 5", got)
 	}
+	if got := p.Dropped(); got != 1 {
+		t.Errorf("Dropped() = %d, want 1", got)
+	}
 }
 
 // TestProxyDropReplyGoRedis shows what the fault does to a go-redis caller:
@@ -441,6 +444,43 @@ func TestProxyDropReplyGoRedisPipeline(t *testing.T) {
 				t.Errorf("counters on the server (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestProxyDropRepliesForAWhile drops every reply of INCR counter for a
+// while: go-redis sends the command four times (its default MaxRetries is 3),
+// Redis runs it each time, and the caller gets io.EOF; other commands pass,
+// and once the window has passed INCR is answered again.
+func TestProxyDropRepliesForAWhile(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t, 10*time.Second)
+	s := Standalone(t)
+	p := NewProxy(t, s.Addr)
+	c := proxyClient(t, p, redis.Options{})
+	end := p.DropReplies(isIncr("counter"), 2*time.Second)
+
+	if n, err := c.Incr(ctx, "counter").Result(); !errors.Is(err, io.EOF) {
+		t.Fatalf("INCR during the window = %d, %v; want io.EOF", n, err)
+	}
+	if got := serverGet(t, s, "counter"); got != "4" {
+		t.Errorf("counter = %q on the server, want \"4\" (the call and go-redis's 3 retries all ran)", got)
+	}
+	if n, err := c.Incr(ctx, "other").Result(); n != 1 || err != nil {
+		t.Errorf("INCR other during the window = %d, %v; want 1, nil", n, err)
+	}
+	if got := p.Dropped(); got != 4 {
+		t.Errorf("Dropped() = %d during the window, want 4", got)
+	}
+	select {
+	case <-end:
+	case <-ctx.Done():
+		t.Fatal("the window did not end")
+	}
+	if n, err := c.Incr(ctx, "counter").Result(); n != 5 || err != nil {
+		t.Fatalf("INCR after the window = %d, %v; want 5, nil", n, err)
+	}
+	if got := p.Dropped(); got != 4 {
+		t.Errorf("Dropped() = %d after the window, want still 4", got)
 	}
 }
 

@@ -27,7 +27,7 @@ type Rules struct {
 }
 
 // Report is what Check found. The counts of violations are Lost, Early, Stuck, StaleAccepted,
-// AfterCancel, Phantom, Corrupt and Unexplained; the others describe the run.
+// AfterCancel, Phantom, Corrupt, Unexplained and ResendsRefused; the others describe the run.
 type Report struct {
 	Sent         int // distinct job ids producers tried to enqueue
 	Acknowledged int // enqueues that returned success
@@ -38,6 +38,7 @@ type Report struct {
 	Finished     int // jobs whose last delivery was acked, or whose ack went out and that are gone
 	Dead         int // jobs Redis holds as dead after the drain
 	Remaining    int // pending jobs the rules allow to remain
+	Resent       int // jobs whose enqueue a producer sent again, the outcome of the first unknown
 
 	Lost          int // acknowledged, not cancelled, and gone without any ack
 	Early         int // deliveries leased before their due time (Redis clock)
@@ -46,6 +47,9 @@ type Report struct {
 	AfterCancel   int // deliveries leased after a cancel of their job had returned
 	Phantom       int // jobs delivered or stored that no producer sent
 	Corrupt       int // delivered jobs whose body differs from the one sent
+	// ResendsRefused are identical enqueues sent again that met already_exists: within the
+	// replay window a repeat answers the first call's job.
+	ResendsRefused int
 
 	Duplicates  int // jobs delivered more than once
 	InFlight    int // jobs with a delivery in flight while a fault hit: the duplicates allowed
@@ -76,19 +80,20 @@ func (r *Report) Problems(allowLoss bool) []string {
 	add("deliveries after cancel", r.AfterCancel)
 	add("phantom", r.Phantom)
 	add("corrupt", r.Corrupt)
+	add("resends refused", r.ResendsRefused)
 	add("unexplained duplicates", r.Unexplained)
 	return out
 }
 
 // String summarises the report on one line.
 func (r *Report) String() string {
-	return fmt.Sprintf("sent %d, acknowledged %d, unconfirmed %d, cancelled %d, delivered %d (%d deliveries), "+
+	return fmt.Sprintf("sent %d (resent %d), acknowledged %d, unconfirmed %d, cancelled %d, delivered %d (%d deliveries), "+
 		"finished %d, dead %d, remaining %d; lost %d, early %d, stuck %d, stale acks accepted %d, "+
-		"after cancel %d, phantom %d, corrupt %d; duplicates %d (in flight at a fault %d, unexplained %d); "+
+		"after cancel %d, phantom %d, corrupt %d, resends refused %d; duplicates %d (in flight at a fault %d, unexplained %d); "+
 		"lateness p50 %v p99 %v max %v",
-		r.Sent, r.Acknowledged, r.Unconfirmed, r.Cancelled, r.Delivered, r.Deliveries,
+		r.Sent, r.Resent, r.Acknowledged, r.Unconfirmed, r.Cancelled, r.Delivered, r.Deliveries,
 		r.Finished, r.Dead, r.Remaining, r.Lost, r.Early, r.Stuck, r.StaleAccepted,
-		r.AfterCancel, r.Phantom, r.Corrupt, r.Duplicates, r.InFlight, r.Unexplained,
+		r.AfterCancel, r.Phantom, r.Corrupt, r.ResendsRefused, r.Duplicates, r.InFlight, r.Unexplained,
 		r.LateP50, r.LateP99, r.LateMax)
 }
 
@@ -109,6 +114,8 @@ type ackState struct {
 // jobFacts gathers the events of one job.
 type jobFacts struct {
 	sent       bool
+	resent     bool
+	refused    int // resends that met already_exists
 	enqueued   *Event
 	cancelled  int64 // when a successful cancel returned; 0 when none did
 	deliveries []Event
@@ -168,6 +175,10 @@ func gather(events []Event) (map[string]*jobFacts, map[ackKey]*ackState) {
 			for _, id := range e.IDs {
 				facts(id).sent = true
 			}
+		case Resend:
+			facts(e.ID).resent = true
+		case ResendRefused:
+			facts(e.ID).refused++
 		case Enqueued:
 			facts(e.ID).enqueued = &events[i]
 		case Cancelled:
@@ -188,6 +199,13 @@ func gather(events []Event) (map[string]*jobFacts, map[ackKey]*ackState) {
 func (r *Report) checkJob(id string, f *jobFacts, present map[string]string, acks map[ackKey]*ackState, rules Rules, late *[]time.Duration) {
 	if f.sent {
 		r.Sent++
+	}
+	if f.resent {
+		r.Resent++
+	}
+	if f.refused > 0 {
+		r.ResendsRefused += f.refused
+		r.example("resends refused", id)
 	}
 	if f.enqueued != nil {
 		r.Acknowledged++

@@ -26,11 +26,13 @@ func acked(id, lease string, t int64) Event { return Event{Kind: Acked, ID: id, 
 type counts struct {
 	Lost, Early, Stuck, StaleAccepted, AfterCancel, Phantom, Corrupt int
 	Duplicates, InFlight, Unexplained, Finished, Dead, Remaining     int
+	Resent, ResendsRefused                                           int
 }
 
 func countsOf(r *Report) counts {
 	return counts{r.Lost, r.Early, r.Stuck, r.StaleAccepted, r.AfterCancel, r.Phantom, r.Corrupt,
-		r.Duplicates, r.InFlight, r.Unexplained, r.Finished, r.Dead, r.Remaining}
+		r.Duplicates, r.InFlight, r.Unexplained, r.Finished, r.Dead, r.Remaining,
+		r.Resent, r.ResendsRefused}
 }
 
 func TestCheck(t *testing.T) {
@@ -65,6 +67,19 @@ func TestCheck(t *testing.T) {
 		{
 			name:   "unconfirmed enqueue that never made it",
 			events: []Event{send("a"), {Kind: EnqueueErr, IDs: []string{"a"}}},
+		},
+		{
+			name: "resent after an unknown outcome, answered with the job",
+			events: []Event{send("a"), {Kind: EnqueueErr, ID: "a"}, {Kind: Resend, ID: "a"}, enq("a", 100),
+				deliver("a", "L1", 1, 100, 100), ackSent("a", "L1", 110), acked("a", "L1", 111)},
+			want: counts{Finished: 1, Resent: 1},
+		},
+		{
+			name: "resent after an unknown outcome, refused as already_exists",
+			events: []Event{send("a"), {Kind: EnqueueErr, ID: "a"}, {Kind: Resend, ID: "a"}, {Kind: ResendRefused, ID: "a"},
+				deliver("a", "L1", 1, 100, 100), ackSent("a", "L1", 110), acked("a", "L1", 111)},
+			want:    counts{Finished: 1, Resent: 1, ResendsRefused: 1},
+			problem: "resends refused = 1",
 		},
 		{
 			name:   "cancelled before delivery",

@@ -17,14 +17,18 @@ import (
 type Kind string
 
 // The kinds of events agents write. A producer writes Send before each enqueue call, then
-// Enqueued for each job the call acknowledged or EnqueueErr for each it did not; a consumer
-// writes Delivered when a handler receives a job, AckSent just before it calls Ack, and then
-// Acked, AckRefused (the lease was lost) or AckErr (any other error); a canceller writes
-// CancelSent, then Cancelled, CancelMissing or CancelErr.
+// Enqueued for each job the call acknowledged or EnqueueErr for each it did not; one that
+// sends a call again when its outcome is unknown writes Resend before each repeat, and
+// ResendRefused when a repeat meets already_exists. A consumer writes Delivered when a
+// handler receives a job, AckSent just before it calls Ack, and then Acked, AckRefused (the
+// lease was lost) or AckErr (any other error); a canceller writes CancelSent, then Cancelled,
+// CancelMissing or CancelErr.
 const (
 	Send          Kind = "send"
 	Enqueued      Kind = "enqueued"
 	EnqueueErr    Kind = "enqueue_err"
+	Resend        Kind = "resend"
+	ResendRefused Kind = "resend_refused"
 	Delivered     Kind = "delivered"
 	AckSent       Kind = "ack_sent"
 	Acked         Kind = "acked"
@@ -58,6 +62,9 @@ type Event struct {
 	RunAt int64 `json:"run_at,omitempty"`
 	// Want is the absolute due time a producer asked for (Spec.RunAt), when it gave one.
 	Want int64 `json:"want,omitempty"`
+	// Created is the job's creation time as an Enqueued answer reported it, when the
+	// producer logs it.
+	Created int64 `json:"created,omitempty"`
 	// Reserved is when a delivery was leased: its lease deadline less its TTR.
 	Reserved int64  `json:"reserved,omitempty"`
 	Attempt  int    `json:"attempt,omitempty"`

@@ -299,6 +299,7 @@ func figures(r *faults.Report, extra map[string]any) map[string]any {
 		"delivered": r.Delivered, "deliveries": r.Deliveries, "cancelled": r.Cancelled,
 		"lost": r.Lost, "early": r.Early, "stuck": r.Stuck, "stale_acks_accepted": r.StaleAccepted,
 		"after_cancel": r.AfterCancel, "phantom": r.Phantom, "corrupt": r.Corrupt,
+		"resent": r.Resent, "resends_refused": r.ResendsRefused,
 		"duplicates": r.Duplicates, "in_flight_at_fault": r.InFlight, "unexplained_duplicates": r.Unexplained,
 		"late_p50_ms": r.LateP50.Milliseconds(), "late_p99_ms": r.LateP99.Milliseconds(), "late_max_ms": r.LateMax.Milliseconds(),
 	}

@@ -36,6 +36,18 @@ func httpProduce(ctx context.Context, o *options, log *faults.Log) error {
 	if err != nil {
 		return err
 	}
+	if o.resend {
+		inBatches(ctx, o, func(from, k int) {
+			for i := range k {
+				id := faults.JobID(o.prefix, o.first+from+i)
+				enqueueUntilAnswered(ctx, api, o.topic, apiclient.JobRequest{
+					ID: id, Body: faults.Body(id, o.pad), Delay: o.delay + spreadOf(id, o.spread),
+					TTR: o.ttr, Backoff: backoff, CallbackURL: o.callback,
+				}, log)
+			}
+		})
+		return nil
+	}
 	inBatches(ctx, o, func(from, k int) {
 		reqs := make([]apiclient.JobRequest, k)
 		ids := make([]string, k)
@@ -63,6 +75,39 @@ func httpProduce(ctx context.Context, o *options, log *faults.Log) error {
 		}
 	})
 	return nil
+}
+
+// enqueueUntilAnswered enqueues one job as a producer that must not lose it does: while an
+// answer leaves the outcome unknown (a 5xx, a broken connection, a timeout) it logs the error
+// and sends the identical request again, until a definite answer comes or ctx ends. A 201 is
+// logged Enqueued with the answer's run_at and created_at and the number of sends; a repeat
+// that meets already_exists is logged ResendRefused, since within the replay window it should
+// have answered the first call's job; any other 4xx is logged EnqueueErr and ends the job.
+func enqueueUntilAnswered(ctx context.Context, api *apiclient.Client, topic string, req apiclient.JobRequest, log *faults.Log) {
+	log.Write(faults.Event{Kind: faults.Send, IDs: []string{req.ID}})
+	for attempt := 1; ; attempt++ {
+		if attempt > 1 {
+			log.Write(faults.Event{Kind: faults.Resend, ID: req.ID, Attempt: attempt})
+		}
+		j, err := api.Enqueue(ctx, topic, req)
+		var apiErr *apiclient.Error
+		switch {
+		case err == nil:
+			log.Write(faults.Event{
+				Kind: faults.Enqueued, ID: req.ID, Attempt: attempt,
+				RunAt: j.RunAt.UnixMilli(), Created: j.CreatedAt.UnixMilli(),
+			})
+			return
+		case attempt > 1 && errors.As(err, &apiErr) && apiErr.Code == "already_exists":
+			log.Write(faults.Event{Kind: faults.ResendRefused, ID: req.ID, Attempt: attempt, Err: err.Error()})
+			return
+		case errors.As(err, &apiErr) && apiErr.Status < 500, ctx.Err() != nil:
+			log.Write(faults.Event{Kind: faults.EnqueueErr, ID: req.ID, Attempt: attempt, Err: err.Error()})
+			return
+		}
+		log.Write(faults.Event{Kind: faults.EnqueueErr, ID: req.ID, Attempt: attempt, Err: err.Error()})
+		pause(ctx, 50*time.Millisecond)
+	}
 }
 
 // httpWork consumes through a delayq server's reserve and ack endpoints: -concurrency loops,

@@ -66,6 +66,7 @@ type options struct {
 	every                    int
 	server, listen           string
 	hangup                   int
+	resend                   bool
 	callback                 string
 }
 
@@ -102,6 +103,7 @@ func parse(args []string, getenv func(string) string) (*options, error) {
 	fs.IntVar(&o.hangup, "hangup", 0, "http-work: hang up every this many reserves 0 to 3 ms after sending them (0: never)")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "webhook: the address to receive callbacks on")
 	fs.StringVar(&o.callback, "callback", "", "http-produce: make push jobs with this callback URL")
+	fs.BoolVar(&o.resend, "resend", false, "http-produce: enqueue each job alone and send the identical request again while its outcome is unknown (a 5xx, a broken connection, a timeout)")
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
