@@ -27,6 +27,9 @@ func NewJob(j *delayq.Job) *Job {
 		LeaseDeadline:      timePtr(j.LeaseDeadline),
 		DiedAt:             timePtr(j.DiedAt),
 		Headers:            j.Headers,
+		UniqueForMs:        j.UniqueFor.Milliseconds(),
+		Replaces:           j.Replaces,
+		ReplacedAt:         timePtr(j.ReplacedAt),
 	}
 	out.Body, out.BodyBase64 = encodeBody(j.Body, j.Format)
 	backoff := j.Backoff
@@ -38,6 +41,27 @@ func NewJob(j *delayq.Job) *Job {
 		out.BackoffMs[i] = d.Milliseconds()
 	}
 	return out
+}
+
+// NewTopicDefaults converts d; nil when it sets nothing.
+func NewTopicDefaults(d delayq.TopicDefaults) *TopicDefaults {
+	out := &TopicDefaults{}
+	switch {
+	case d.UniqueFor == delayq.NoUniqueFor:
+		out.UniqueForMs = new(int64)
+	case d.UniqueFor > 0:
+		ms := d.UniqueFor.Milliseconds()
+		out.UniqueForMs = &ms
+	default:
+		return nil
+	}
+	return out
+}
+
+// NewEndedJob describes the job that keeps its id taken after it ended, within its
+// unique_for.
+func NewEndedJob(e *delayq.DoneError) *EndedJob {
+	return &EndedJob{Topic: e.Topic, ID: e.ID, State: StateEnded, Outcome: e.Outcome, EndedAt: Time{e.EndedAt}}
 }
 
 // NewJobs converts jobs into a list that is never null. Leases are kept only when withLease:
@@ -77,6 +101,7 @@ func NewTopicStats(s *delayq.TopicStats) TopicStats {
 		},
 		Partitions:    s.Partitions,
 		LeasesExpired: s.LeasesExpired,
+		Defaults:      NewTopicDefaults(s.Defaults),
 	}
 }
 

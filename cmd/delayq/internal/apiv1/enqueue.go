@@ -30,6 +30,14 @@ type EnqueueRequest struct {
 	// Headers are kept with the job and returned with it (an extension): HTTP-token names,
 	// compared without case and returned in lower case; UTF-8 values.
 	Headers map[string]string `json:"headers,omitempty"`
+	// UniqueForMs keeps the job's id taken this long after the job ends: an enqueue of it
+	// answers 409 already_done until then. Absent: the topic's default, else the server's; 0
+	// for none. Needs an id.
+	UniqueForMs *int64 `json:"unique_for_ms,omitempty"`
+	// OnConflict is what to do when a job with the id exists: "reject" (the default: 409
+	// already_exists), "keep" (200 with the job as it is) or "replace" (200 with a delayed or
+	// ready job replaced in place; 409 failed_precondition when reserved or dead). Needs an id.
+	OnConflict *string `json:"on_conflict,omitempty"`
 }
 
 // Encode writes r with Body first and byte for byte, where encoding/json would compact it and

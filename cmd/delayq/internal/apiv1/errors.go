@@ -6,6 +6,10 @@ type Error struct {
 	Code string `json:"code"`
 	// Message explains the error to a person.
 	Message string `json:"message"`
+	// Outcome and EndedAt say, for already_done, how the job that keeps the id ended
+	// ("acked", "cancelled" or "dead") and when.
+	Outcome string `json:"outcome,omitempty"`
+	EndedAt *Time  `json:"ended_at,omitempty"`
 }
 
 // Error returns "<code>: <message>", or the code alone when there is no message.

@@ -47,7 +47,28 @@ type Job struct {
 	DiedAt *Time `json:"died_at,omitempty"`
 	// Headers are the job's headers, names in lower case (an extension); absent when none.
 	Headers map[string]string `json:"headers,omitempty"`
+	// UniqueForMs is how long the job's id stays taken once it ends (an extension); absent
+	// for not at all.
+	UniqueForMs int64 `json:"unique_for_ms,omitempty"`
+	// Replaces counts the enqueues that replaced the job (on_conflict replace), and
+	// ReplacedAt is when the last one did (extensions); absent when none did.
+	Replaces   int   `json:"replaces,omitempty"`
+	ReplacedAt *Time `json:"replaced_at,omitempty"`
 }
+
+// EndedJob is what a GET of an id answers while a job that had it and ended keeps it taken
+// (unique_for_ms; an extension): its state is "ended" (StateEnded), Outcome says how it ended
+// ("acked", "cancelled" or "dead") and EndedAt when. Nothing else of it is kept.
+type EndedJob struct {
+	Topic   string `json:"topic"`
+	ID      string `json:"id"`
+	State   string `json:"state"`
+	Outcome string `json:"outcome"`
+	EndedAt Time   `json:"ended_at"`
+}
+
+// StateEnded is the state of a job that ended and keeps its id taken for its unique_for.
+const StateEnded = "ended"
 
 // NoRetryLimit tells whether the job has no retry limit: a job put over the beanstalkd
 // protocol, whose max_retries is 2147483647 (delayq.NoRetryLimit).

@@ -20,6 +20,18 @@ type TopicStats struct {
 	// LeasesExpired counts the topic's leases that reached their deadline unsettled (an
 	// extension): each such job was retried or went dead.
 	LeasesExpired int64 `json:"leases_expired"`
+	// Defaults are what the topic's jobs take when they leave a setting to it (an extension);
+	// absent when the topic sets none.
+	Defaults *TopicDefaults `json:"defaults,omitempty"`
+}
+
+// TopicDefaults are what a topic's jobs take when they leave a setting to it: the body of a
+// change of them (PUT /v1/topics/{topic}/defaults, which replaces them all) and part of a
+// topic's stats.
+type TopicDefaults struct {
+	// UniqueForMs is the unique_for_ms of the topic's jobs with an id that give none: absent
+	// (null) leaves it to the server's --unique-for, 0 keeps no id taken.
+	UniqueForMs *int64 `json:"unique_for_ms"`
 }
 
 // TopicLimits are a topic's rate and concurrency limits, 0 for none: the body of a limits

@@ -8,7 +8,7 @@ import (
 	"github.com/delayq/delayq/cmd/delayq/internal/apiv1"
 )
 
-// The topic controls (extensions): pause, resume, limits and delete.
+// The topic controls (extensions): pause, resume, limits, defaults and delete.
 
 // pauseTopic is POST /v1/topics/{topic}/pause: the topic's jobs stay where they are and no
 // consumer gets any until it is resumed. It answers the topic's stats.
@@ -45,6 +45,31 @@ func (a *api) clearLimits(w http.ResponseWriter, r *http.Request) error {
 			return err // an unknown topic is not made, to lift limits it never had
 		}
 		return a.c.SetTopicLimits(ctx, topic, delayq.TopicLimits{})
+	})
+}
+
+// setDefaults is PUT /v1/topics/{topic}/defaults: the body replaces every default of the
+// topic's jobs, a field left out (or null) leaving it to the server.
+func (a *api) setDefaults(w http.ResponseWriter, r *http.Request) error {
+	var q apiv1.TopicDefaults
+	if err := readJSON(w, r, smallBytes, &q, false); err != nil {
+		return err
+	}
+	var d delayq.TopicDefaults
+	if q.UniqueForMs != nil {
+		switch u, err := duration("unique_for_ms", *q.UniqueForMs); {
+		case err != nil:
+			return err
+		case u < 0:
+			return invalidf("unique_for_ms", "%d is below 0", *q.UniqueForMs)
+		case u == 0:
+			d.UniqueFor = delayq.NoUniqueFor
+		default:
+			d.UniqueFor = u
+		}
+	}
+	return a.controlTopic(w, r, func(ctx context.Context, topic string) error {
+		return a.c.SetTopicDefaults(ctx, topic, d)
 	})
 }
 

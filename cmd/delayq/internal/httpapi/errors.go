@@ -25,6 +25,7 @@ const (
 	codePermission       = "permission_denied"
 	codeNotFound         = "not_found"
 	codeExists           = "already_exists"
+	codeDone             = "already_done" // the id is kept by a job that ended within its unique_for
 	codeLeaseLost        = "lease_lost"
 	codePrecondition     = "failed_precondition"
 	codeTooLarge         = "payload_too_large"
@@ -42,6 +43,7 @@ var codeStatus = map[string]int{
 	codePermission:       http.StatusForbidden,
 	codeNotFound:         http.StatusNotFound,
 	codeExists:           http.StatusConflict,
+	codeDone:             http.StatusConflict,
 	codeLeaseLost:        http.StatusConflict,
 	codePrecondition:     http.StatusConflict,
 	codeTooLarge:         http.StatusRequestEntityTooLarge,
@@ -85,6 +87,10 @@ func classify(err error) (body apiv1.Error, internal bool) {
 	var ended *delayq.EndedError
 	if errors.As(err, &ended) {
 		return apiv1.Error{Code: codePrecondition, Message: ended.Message()}, false
+	}
+	var done *delayq.DoneError
+	if errors.As(err, &done) {
+		return apiv1.Error{Code: codeDone, Message: done.Message(), Outcome: done.Outcome, EndedAt: &apiv1.Time{Time: done.EndedAt}}, false
 	}
 	var nf *delayq.NotFoundError
 	if errors.As(err, &nf) {

@@ -19,6 +19,7 @@ var permissions = map[string]access.Op{
 	"POST /v1/topics/{topic}/resume":   access.Operate,
 	"PUT /v1/topics/{topic}/limits":    access.Operate,
 	"DELETE /v1/topics/{topic}/limits": access.Operate,
+	"PUT /v1/topics/{topic}/defaults":  access.Operate,
 
 	"POST /v1/topics/{topic}/jobs":        access.Produce,
 	"POST /v1/topics/{topic}/jobs/batch":  access.Produce,

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -51,7 +52,11 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if job.CallbackURL != "" && a.pushed != nil {
 		a.pushed(topic)
 	}
-	a.writeJSON(w, http.StatusCreated, apiv1.NewJob(job))
+	status := http.StatusCreated
+	if job.Existed {
+		status = http.StatusOK // kept or replaced (on_conflict)
+	}
+	a.writeJSON(w, status, apiv1.NewJob(job))
 	return nil
 }
 
@@ -127,6 +132,13 @@ func (a *api) getJob(w http.ResponseWriter, r *http.Request) error {
 	ctx, cancel := a.storeContext(r)
 	defer cancel()
 	job, err := bounded(ctx, a.inline, func(ctx context.Context) (*delayq.Job, error) { return a.c.Get(ctx, topic, id) })
+	var done *delayq.DoneError
+	if errors.As(err, &done) {
+		// The id is kept by a job that ended within its unique_for: not a 404, which a
+		// producer would read as "gone, make it again".
+		a.writeJSON(w, http.StatusOK, apiv1.NewEndedJob(done))
+		return nil
+	}
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ func routes() []route {
 		{http.MethodPost, "/v1/topics/{topic}/resume", (*api).resumeTopic},
 		{http.MethodPut, "/v1/topics/{topic}/limits", (*api).setLimits},
 		{http.MethodDelete, "/v1/topics/{topic}/limits", (*api).clearLimits},
+		{http.MethodPut, "/v1/topics/{topic}/defaults", (*api).setDefaults},
 
 		{http.MethodPost, "/v1/topics/{topic}/jobs", (*api).enqueue},
 		{http.MethodPost, "/v1/topics/{topic}/jobs/batch", (*api).enqueueBatch},

@@ -119,6 +119,26 @@ func specOf(q *apiv1.EnqueueRequest) (delayq.Spec, error) {
 		s.CallbackURL = *q.CallbackURL
 	}
 	s.Headers = q.Headers
+	if q.UniqueForMs != nil {
+		switch {
+		case *q.UniqueForMs < 0:
+			return s, invalidf("unique_for_ms", "%d is below 0", *q.UniqueForMs)
+		case *q.UniqueForMs == 0:
+			s.UniqueFor = delayq.NoUniqueFor
+		default:
+			if s.UniqueFor, err = duration("unique_for_ms", *q.UniqueForMs); err != nil {
+				return s, err
+			}
+		}
+	}
+	if q.OnConflict != nil {
+		if *q.OnConflict == "" {
+			return s, invalidf("on_conflict", `"" is not reject, keep or replace`)
+		}
+		if s.OnConflict, err = delayq.ParseConflict(*q.OnConflict); err != nil {
+			return s, err
+		}
+	}
 	return s, nil
 }
 
