@@ -222,3 +222,38 @@ func TestAcksLeaveEndedMarkers(t *testing.T) {
 		t.Errorf("a job acked after the replay window of its creation left a marker")
 	}
 }
+
+// A job with a unique_for leaves, once acked, a marker that keeps its id taken for exactly that
+// long, whatever the replay window (here off), and that holds no body: a tombstone costs the
+// same small number of bytes whatever the job's size.
+func TestAckLeavesATombstoneForUniqueFor(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetReplayWindow(0)
+	rdb := s.Client()
+	j := NewJob{ID: "order-1", TTRMs: 30000, MaxRetries: 3, Body: make([]byte, 2000), UniqueForMs: 3_600_000}
+	j.Print = Fingerprint(j)
+	if res := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{j}}); res[0].Err != nil || res[0].Jobs[0].Err != nil {
+		t.Fatalf("enqueue: %+v", res[0])
+	}
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePull, Max: 1, Bulk: 10})
+	if err != nil || len(r.Jobs) != 1 {
+		t.Fatalf("reserve: %v, %v", r.Jobs, err)
+	}
+	acked, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{{ID: j.ID, Token: r.Jobs[0].Lease}}})
+	if errs[0] != nil || acked[0][0] != nil {
+		t.Fatalf("ack: %v, %v", acked, errs)
+	}
+	ttl, err := rdb.PTTL(ctx, p.Ended(j.ID)).Result()
+	if err != nil || ttl < 3599*time.Second || ttl > time.Hour {
+		t.Fatalf("the tombstone expires in %v (%v), want an hour", ttl, err)
+	}
+	size, err := rdb.MemoryUsage(ctx, p.Ended(j.ID)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a tombstone takes %d bytes (MEMORY USAGE)", size)
+	if size > 160 {
+		t.Errorf("a tombstone takes %d bytes, want at most 160", size)
+	}
+}

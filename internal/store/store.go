@@ -369,6 +369,9 @@ func (s *Store) enqueueArgs(jobs []NewJob) []any {
 	return args
 }
 
+// stateNames names the states scripts report.
+var stateNames = map[int64]string{StateDelayed: "delayed", StateReady: "ready", StateReserved: "reserved", StateDead: "dead"}
+
 // Script statuses of an enqueued job (enqueue.lua).
 const (
 	addedExists   = 0
@@ -421,7 +424,7 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 		case addedReplaced:
 			out[i].Replaced = true
 		case addedWrong:
-			out[i].Err = ErrWrongState
+			out[i].Err = fmt.Errorf("%w: a replace needs a delayed or ready job, and this one is %s", ErrWrongState, stateNames[v[1]])
 			continue
 		}
 		out[i].RunAtMs, out[i].CreatedMs = v[1], v[2]

@@ -77,6 +77,8 @@ func variants() []variant {
 		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", 1, lifecycle(-1, false, false)},
 		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(0, false, false)},
 		{"delayq Enqueue, Reserve and Ack of one job with an id (a fingerprint, an ended marker)", 1, lifecycle(0, false, true)},
+		{"the same, its id kept taken for an hour once acked (unique_for 1 h)", 1, lifecycleUnique(time.Hour)},
+		{"the same, unique_for from the topic's default (1 h)", 1, lifecycleUnique(-1)},
 		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(0, true, false)},
 	}
 }
@@ -85,6 +87,21 @@ func variants() []variant {
 // appended to its partition's history stream when archived is set (no archiver reads it here),
 // each job with an id of the caller's when named is set.
 func lifecycle(window time.Duration, archived, named bool) func(context.Context, *redis.Client, int) error {
+	return lifecycleOf(window, archived, named, 0, 0)
+}
+
+// lifecycleUnique is lifecycle of jobs with an id that keep it taken for unique once acked:
+// their own Spec.UniqueFor, or, when unique is below 0, the topic's default of an hour.
+func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, int) error {
+	if unique < 0 {
+		return lifecycleOf(0, false, true, 0, time.Hour)
+	}
+	return lifecycleOf(0, false, true, unique, 0)
+}
+
+// lifecycleOf is lifecycle with each job's Spec.UniqueFor set to unique, and the topic's
+// default to topicUnique when it is above 0.
+func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique time.Duration) func(context.Context, *redis.Client, int) error {
 	return func(ctx context.Context, rdb *redis.Client, calls int) error {
 		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
@@ -96,11 +113,16 @@ func lifecycle(window time.Duration, archived, named bool) func(context.Context,
 				return err
 			}
 		}
+		if topicUnique > 0 {
+			if err := c.SetTopicDefaults(ctx, "cost", delayq.TopicDefaults{UniqueFor: topicUnique}); err != nil {
+				return err
+			}
+		}
 		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
 			return err
 		}
 		for i := range calls {
-			s := delayq.Spec{Body: bench.Body(i)}
+			s := delayq.Spec{Body: bench.Body(i), UniqueFor: unique}
 			if named {
 				s.ID = "order-" + strconv.Itoa(i)
 			}
