@@ -126,6 +126,19 @@ func TestReplayWindowOff(t *testing.T) {
 	}
 }
 
+// --unique-for (here from its environment variable) keeps the ids of ended jobs taken, even
+// with replays off.
+func TestServerUniqueForKeepsEndedIDsTaken(t *testing.T) {
+	t.Parallel()
+	rs := redistest.Standalone(t)
+	s := startServer(t, map[string]string{"DELAYQ_UNIQUE_FOR": "1h", "DELAYQ_REPLAY_WINDOW": "0"}, "--redis", "redis://"+rs.Addr)
+	s.must(t, "enqueue", "orders", "--id", "x", "--body", "1")
+	s.must(t, "cancel", "orders", "x")
+	if out, err := s.run(t, "enqueue", "orders", "--id", "x", "--body", "2"); err == nil || !strings.Contains(err.Error(), "already_done") {
+		t.Errorf("an enqueue of a cancelled job's id = %v:\n%s\nwant already_done", err, out)
+	}
+}
+
 func TestShutdownEndsLongPolls(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil, "--shutdown-timeout", "20s")
@@ -317,6 +330,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
 		{"short token from env", map[string]string{"DELAYQ_AUTH_TOKENS": "long-enough-token-0001,x"}, nil, "--auth-token (token 2 of 2): a token of 1 bytes is too short"},
 		{"negative replay window", nil, []string{"--replay-window", "-1s"}, "--replay-window -1s: want a duration, or 0 for none"},
+		{"negative unique for", nil, []string{"--unique-for", "-1s"}, "--unique-for -1s: want a duration, or 0 for none"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
 		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
 		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},
