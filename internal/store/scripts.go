@@ -41,11 +41,25 @@ func libText(name string) string {
 
 // loadScript returns the script scripts/<name>.lua with the part of its prelude it uses.
 func loadScript(name string) *redis.Script {
+	return loadScriptWith(name)
+}
+
+// loadScriptWith is loadScript with more prelude files after the usual ones: a variant of the
+// script whose calls need functions the plain one goes without (see lib_conflict.lua).
+func loadScriptWith(name string, more ...string) *redis.Script {
 	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
 	}
-	return redis.NewScript(prelude(libText(name), string(body)) + "\n" + string(body))
+	lib := libText(name)
+	for _, file := range more {
+		text, err := scriptFiles.ReadFile(file)
+		if err != nil {
+			panic(err)
+		}
+		lib += string(text) + "\n"
+	}
+	return redis.NewScript(prelude(lib, string(body)) + "\n" + string(body))
 }
 
 var (

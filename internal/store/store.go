@@ -28,6 +28,7 @@ var (
 
 var (
 	enqueueScript     = loadScript("enqueue")
+	upsertScript      = loadScriptWith("enqueue", "scripts/lib_conflict.lua") // for jobs that keep or replace
 	reserveScript     = loadScript("reserve")
 	peekScript        = loadScript("peek")
 	ackScript         = loadScript("ack")
@@ -149,6 +150,9 @@ type script struct {
 	args []any
 	// records says whether KEYS holds a call record, which ARGV[2] then keeps for the window.
 	records bool
+	// variant, when set, is the script to run instead of the one the call is made with: a
+	// variant of it that this call needs (upsertScript).
+	variant *redis.Script
 }
 
 // read is a call of a script that changes nothing.
@@ -168,7 +172,15 @@ func (s *Store) argv(c script) []any {
 }
 
 func (s *Store) run(ctx context.Context, sc *redis.Script, c script) *redis.Cmd {
-	return sc.Run(ctx, s.rdb, c.keys, s.argv(c)...)
+	return c.script(sc).Run(ctx, s.rdb, c.keys, s.argv(c)...)
+}
+
+// script returns the script call c runs when made with sc.
+func (c script) script(sc *redis.Script) *redis.Script {
+	if c.variant != nil {
+		return c.variant
+	}
+	return sc
 }
 
 // NewJob is a job to add, already validated, in the units the scripts take.
@@ -277,9 +289,9 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 			for _, i := range pending {
 				c := calls[i]
 				if eval {
-					cmds[i] = sc.Eval(ctx, pipe, c.keys, s.argv(c)...)
+					cmds[i] = c.script(sc).Eval(ctx, pipe, c.keys, s.argv(c)...)
 				} else {
-					cmds[i] = sc.EvalSha(ctx, pipe, c.keys, s.argv(c)...)
+					cmds[i] = c.script(sc).EvalSha(ctx, pipe, c.keys, s.argv(c)...)
 				}
 			}
 			if confirm {
@@ -331,6 +343,9 @@ func (s *Store) enqueueCall(p keys.Partition, jobs []NewJob) script {
 	for _, j := range jobs {
 		if j.Print != nil {
 			c.keys = append(c.keys, p.Ended(j.ID))
+		}
+		if j.OnConflict != ConflictReject {
+			c.variant = upsertScript
 		}
 	}
 	return c

@@ -117,7 +117,7 @@ local function repeat_of(id, print, delay, run_at, head, tail)
     if delay ~= '' then first = created + tonumber(delay) end
     if stored == head .. cmsgpack.pack(created, d) .. tail then return first, created end
     local x = pack_values(cmsgpack.unpack(stored))
-    if print_of(x) ~= print then return nil end
+    if x.n <= F_MAX_SNOOZES or x[x.n] ~= print then return nil end
     return first, created, x[F_HEADERS] or {}
   end
   if delay ~= '' then
@@ -130,57 +130,6 @@ local function repeat_of(id, print, delay, run_at, head, tail)
   local headers = same_but_trace(stored, wanted)
   if not headers then return nil end
   return created + d, created, headers
-end
-
--- default_unique is the unique_for of a job that names none: the topic's (its settings'
--- unique_for_ms, read once per call), else the caller's default (the argument after the jobs,
--- when given), else 0.
-local default_unique
-local function unique_default()
-  if not default_unique then
-    default_unique = tonumber(redis.call('HGET', SETTINGS, 'unique_for_ms') or ARGV[6 + 5 * n] or '0')
-  end
-  return default_unique
-end
-
--- with_unique returns a record tail (ending with a fingerprint at field 16) with unique_for
--- u set before the fingerprint, which moves to F_PRINT.
-local function with_unique(tail, u)
-  local cut = #tail - PRINT_LEN - 1
-  return string.sub(tail, 1, cut) .. cmsgpack.pack(u) .. '\192\192' .. string.sub(tail, cut + 1)
-end
-
--- done_dead answers, for a job whose id exists, the time it went dead when it lies in the dead
--- letters within its unique_for of that: its id is taken as if it had ended; else nil.
-local function done_dead(id)
-  if not redis.call('ZSCORE', DEAD, id) then return nil end
-  local j = load_job(id)
-  print_of(j)
-  local u, at = j[F_UNIQUE_FOR] or 0, j[F_DIED_AT] or 0
-  if NOW - at < u then return at end
-  return nil
-end
-
--- replace makes job id, delayed or ready, the one this call asks for (record rec, due at t, in
--- lane) in place: it keeps its creation time, attempts, snoozes and last error, and counts the
--- replace. Returns the job as reply() does, or nil and its state when it is reserved or dead.
-local function replace(id, rec, t, lane)
-  if redis.call('HEXISTS', LEASES, id) == 1 then return nil, S_RESERVED end
-  if redis.call('ZSCORE', DEAD, id) then return nil, S_DEAD end
-  local old = load_job(id)
-  print_of(old)
-  local j = pack_values(cmsgpack.unpack(rec))
-  print_of(j)
-  j[F_CREATED], j[F_DELAY] = old[F_CREATED], t - old[F_CREATED]
-  j[F_ATTEMPTS], j[F_LAST_ERROR], j[F_SNOOZES] = old[F_ATTEMPTS], old[F_LAST_ERROR], old[F_SNOOZES]
-  j[F_REPLACES], j[F_REPLACED_AT] = (old[F_REPLACES] or 0) + 1, NOW
-  redis.call('ZREM', READY, id)
-  redis.call('ZREM', READY_PUSH, id)
-  local prev = head_score()
-  local saved = save(id, j)
-  redis.call('ZADD', DELAYED, string.format('%d', t), id)
-  notify_if_sooner(prev, t, lane)
-  return reply(id, saved)
 end
 
 local again = replay()
@@ -196,6 +145,9 @@ local traces -- made only when a repeat needs it
 local jobs -- made only when a job is kept or replaced: {i, job as reply() makes it, ...}
 local whole = false -- whether the call's record must be its whole answer (see replay)
 local marker = 12 -- the last ended marker's position in KEYS
+-- The unique_for of a job that names none: the topic's (its settings' unique_for_ms), else the
+-- caller's default (the argument after the jobs, when given), else 0; read once per call.
+local default_unique
 for i = 0, n - 1 do
   local a = 6 + i * 5
   local id, delay = ARGV[a], ARGV[a + 1]
@@ -215,16 +167,24 @@ for i = 0, n - 1 do
   if printed then
     print = string.sub(tail, -PRINT_LEN)
     marker = marker + 1
-    local outcome, at, c, p, taken = ended_by(KEYS[marker])
-    if outcome and p == print and NOW - c <= WINDOW then
-      created, run_at = c, t
-      if delay ~= '' then run_at = c + tonumber(delay) end
-    elseif taken then
-      ended, ended_at = outcome, at
+    local m = redis.call('GET', KEYS[marker])
+    if m then
+      local outcome, at, c, p, u = cmsgpack.unpack(m)
+      if p == print and NOW - c <= WINDOW then
+        created, run_at = c, t
+        if delay ~= '' then run_at = c + tonumber(delay) end
+      elseif NOW - at < (u or 0) then
+        ended, ended_at = outcome, at
+      end
     end
     if kind % 8 >= 4 and not run_at and not ended then
-      local u = unique_default()
-      if u > 0 then tail = with_unique(tail, u) end
+      default_unique = default_unique or
+        tonumber(redis.call('HGET', SETTINGS, 'unique_for_ms') or ARGV[6 + 5 * n] or '0')
+      if default_unique > 0 then
+        -- Set before the fingerprint (at field 16 in the tail), which moves to F_PRINT.
+        local cut = #tail - PRINT_LEN - 1
+        tail = string.sub(tail, 1, cut) .. cmsgpack.pack(default_unique) .. '\192\192' .. string.sub(tail, cut + 1)
+      end
     end
   end
   local rec = ARGV[a + 3] .. cmsgpack.pack(NOW, t - NOW) .. tail
@@ -244,7 +204,11 @@ for i = 0, n - 1 do
     if conflict ~= 2 then
       run_at, created, headers = repeat_of(id, print, delay, ARGV[a + 2], ARGV[a + 3], tail)
     end
-    if not run_at then died = done_dead(id) end
+    if not run_at and redis.call('ZSCORE', DEAD, id) then
+      -- Dead within its unique_for of that: its id is taken as if it had ended.
+      local j = pack_values(cmsgpack.unpack(redis.call('HGET', JOBS, id)))
+      if j.n == F_PRINT and NOW - (j[F_DIED_AT] or 0) < (j[F_UNIQUE_FOR] or 0) then died = j[F_DIED_AT] end
+    end
     if run_at then
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)
@@ -260,8 +224,10 @@ for i = 0, n - 1 do
       add(out, 0, 0, 0)
     else
       whole = true
+      -- keep and replace come with the script only when a job asks for them (lib_conflict.lua):
+      -- the functions a script defines cost every call of it.
       if conflict == 1 then
-        job = reply(id, redis.call('HGET', JOBS, id))
+        job = keep(id)
       else
         job, state = replace(id, rec, t, lane)
       end

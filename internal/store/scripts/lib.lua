@@ -63,10 +63,10 @@ local F_SNOOZES, F_MAX_SNOOZES = 14, 15
 local F_UNIQUE_FOR, F_REPLACES, F_REPLACED_AT = 16, 17, 18
 -- F_PRINT is the fingerprint of what the enqueue asked (store.Fingerprint, PRINT_LEN bytes),
 -- present only for jobs enqueued with an id of the caller's, and then always the last field:
--- at F_PRINT, or at 16 when none of the three fields above is set (and in
+-- at F_PRINT, or at F_SHORT_PRINT when none of the three fields above is set (and in
 -- records written before they existed). So a record of more than F_MAX_SNOOZES fields ends
 -- with its fingerprint.
-local F_PRINT = 19
+local F_PRINT, F_SHORT_PRINT = 19, 16
 local NFIELDS = 19
 local PRINT_LEN = 12
 local PRINT_TAG = 0xa0 + PRINT_LEN -- MessagePack's fixstr of PRINT_LEN bytes
@@ -141,17 +141,6 @@ local function pack_values(...)
   return {n = select('#', ...), ...}
 end
 
--- print_of returns the fingerprint of a record's values j (pack_values), nil for none, after
--- moving it to F_PRINT so that the fields before it may be set.
-local function print_of(j)
-  if j.n <= F_MAX_SNOOZES then return nil end
-  local p = j[j.n]
-  j[j.n] = nil
-  j[F_PRINT] = p
-  j.n = F_PRINT
-  return p
-end
-
 local function encode(j)
   local n = NFIELDS
   while n > 0 and j[n] == nil do n = n - 1 end
@@ -215,8 +204,8 @@ local function mark_ended(key, outcome, rec, bare)
   local print, unique = '', 0
   if tagged then
     local j = pack_values(cmsgpack.unpack(rec))
-    print = print_of(j) or ''
-    unique = j[F_UNIQUE_FOR] or 0
+    if j.n > F_MAX_SNOOZES then print = j[j.n] end
+    if j.n == F_PRINT then unique = j[F_UNIQUE_FOR] or 0 end
   end
   if print == '' and not bare then return end
   local left = unique

@@ -211,6 +211,13 @@ func (c *Client) Release(ctx context.Context, topic, id, lease string) error {
 	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), apiv1.ReleaseRequest{Lease: &lease}, nil)
 }
 
+// Snooze gives a lease back for later: the job is due again delay after now, the attempt does
+// not count, and the job counts a snooze (past its max_snoozes it goes dead instead).
+func (c *Client) Snooze(ctx context.Context, topic, id, lease string, delay time.Duration) error {
+	ms := delay.Milliseconds()
+	return c.Do(ctx, http.MethodPost, jobPath(topic, id, "release"), apiv1.ReleaseRequest{Lease: &lease, DelayMs: &ms}, nil)
+}
+
 // Topics returns the counts of every topic.
 func (c *Client) Topics(ctx context.Context) ([]apiv1.TopicStats, error) {
 	var out apiv1.TopicList

@@ -457,3 +457,30 @@ func TestServerAddress(t *testing.T) {
 		t.Errorf("a refused connection: %v, want the address tried and how to start a server", err)
 	}
 }
+
+// release gives a job back without using an attempt; with --delay it snoozes it.
+func TestReleaseCommandSnoozes(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	s.must(t, "enqueue", "pay", "--id", "p1", "--body", "1", "--max-snoozes", "1")
+	var res struct{ Jobs []*apiv1.Job }
+	s.mustJSON(t, &res, "reserve", "pay")
+	if out := s.must(t, "release", "pay", "p1", "--lease", res.Jobs[0].Lease, "--delay", "1h"); !strings.Contains(out, "snoozed pay/p1") {
+		t.Errorf("release --delay printed %q", out)
+	}
+	var j apiv1.Job
+	s.mustJSON(t, &j, "get", "pay", "p1")
+	if j.State != "delayed" || j.Snoozes != 1 || j.Attempts != 0 || time.Until(j.RunAt.Time) < 59*time.Minute {
+		t.Errorf("after a snooze of 1h the job is %+v", j)
+	}
+	s.must(t, "enqueue", "pay", "--id", "p2", "--body", "2")
+	s.mustJSON(t, &res, "reserve", "pay")
+	if out := s.must(t, "release", "pay", "p2", "--lease", res.Jobs[0].Lease); !strings.Contains(out, "released pay/p2") {
+		t.Errorf("release printed %q", out)
+	}
+	j = apiv1.Job{}
+	s.mustJSON(t, &j, "get", "pay", "p2")
+	if j.State != "ready" || j.Snoozes != 0 || j.Attempts != 0 {
+		t.Errorf("after a release the job is %+v", j)
+	}
+}

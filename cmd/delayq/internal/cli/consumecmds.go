@@ -103,6 +103,36 @@ func newNackCmd() *cobra.Command {
 	})
 }
 
+func newReleaseCmd() *cobra.Command {
+	var lease string
+	var delay time.Duration
+	cmd := &cobra.Command{
+		Use:   "release <topic> <id> --lease <lease> [--delay D]",
+		Short: "Give a reserved job back unfinished, without using an attempt",
+		Long: "Give a reserved job back unfinished: the attempt does not count. Without --delay the job is\n" +
+			"due again at once; with it, the release is a snooze: the job is due again that long\n" +
+			"after now and counts a snooze, and past its max_snoozes it goes to the dead letters.",
+	}
+	cmd.Flags().DurationVar(&delay, "delay", 0, "put the job off this long (a snooze)")
+	return leaseCmd(cmd, &lease, func(ctx context.Context, c *apiclient.Client, out *output, topic, id string) error {
+		if delay < 0 {
+			return fmt.Errorf("--delay %v: want a duration of 0 or more", delay)
+		}
+		if cmd.Flags().Changed("delay") {
+			if err := c.Snooze(ctx, topic, id, lease, delay); err != nil {
+				return err
+			}
+			out.done("snoozed %s/%s for %s", topic, id, delay)
+			return nil
+		}
+		if err := c.Release(ctx, topic, id, lease); err != nil {
+			return err
+		}
+		out.done("released %s/%s", topic, id)
+		return nil
+	})
+}
+
 func newTouchCmd() *cobra.Command {
 	var lease string
 	var ttr time.Duration
