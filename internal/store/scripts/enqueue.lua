@@ -154,7 +154,7 @@ for i = 0, n - 1 do
   -- kind's bits: 1 push, 2 a fingerprint, 4 the topic's or caller's unique_for applies; then
   -- kind / 8 is what to do when the id exists: 0 reject, 1 keep, 2 replace.
   local kind = string.byte(LANES, i + 1) - 48
-  local printed, conflict = kind % 4 >= 2, math.floor(kind / 8)
+  local printed = kind % 4 >= 2
   local lane = 'pull'
   if kind % 2 == 1 then lane = 'push' end
   local t
@@ -201,6 +201,7 @@ for i = 0, n - 1 do
     add(out, 1, t, NOW)
   else
     local headers, died, job, state
+    local conflict = (kind - kind % 8) / 8
     if conflict ~= 2 then
       run_at, created, headers = repeat_of(id, print, delay, ARGV[a + 2], ARGV[a + 3], tail)
     end
