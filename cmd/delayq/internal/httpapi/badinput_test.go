@@ -99,6 +99,20 @@ var badCases = []badCase{
 	{"run_at year 1", "POST", "/v1/topics/fresh/jobs", "", `{"run_at": "0001-01-01T00:00:00Z"}`, false, 400, codeInvalid, "run_at"},
 	{"run_at beyond 10 years", "POST", "/v1/topics/fresh/jobs", "", `{"run_at": "2999-01-01T00:00:00Z"}`, false, 400, codeInvalid, "run_at"},
 
+	// Conflicts and ended ids.
+	{"unique_for_ms negative", "POST", "/v1/topics/fresh/jobs", "", `{"id": "u", "unique_for_ms": -1}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"unique_for_ms beyond 10 years", "POST", "/v1/topics/fresh/jobs", "", `{"id": "u", "unique_for_ms": 315360000001}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"unique_for_ms a string", "POST", "/v1/topics/fresh/jobs", "", `{"id": "u", "unique_for_ms": "60000"}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"unique_for_ms without an id", "POST", "/v1/topics/fresh/jobs", "", `{"unique_for_ms": 60000}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"unique_for_ms 0 without an id", "POST", "/v1/topics/fresh/jobs", "", `{"unique_for_ms": 0}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"on_conflict unknown", "POST", "/v1/topics/fresh/jobs", "", `{"id": "u", "on_conflict": "merge"}`, false, 400, codeInvalid, "on_conflict"},
+	{"on_conflict empty", "POST", "/v1/topics/fresh/jobs", "", `{"id": "u", "on_conflict": ""}`, false, 400, codeInvalid, "on_conflict"},
+	{"on_conflict in another case", "POST", "/v1/topics/fresh/jobs", "", `{"id": "u", "on_conflict": "Keep"}`, false, 400, codeInvalid, "on_conflict"},
+	{"on_conflict keep without an id", "POST", "/v1/topics/fresh/jobs", "", `{"on_conflict": "keep"}`, false, 400, codeInvalid, "on_conflict"},
+	{"on_conflict replace without an id", "POST", "/v1/topics/fresh/jobs", "", `{"on_conflict": "replace"}`, false, 400, codeInvalid, "on_conflict"},
+	{"replace a reserved job", "POST", "/v1/topics/t/jobs", "", `{"id": "res1", "on_conflict": "replace"}`, false, 409, codePrecondition, ""},
+	{"replace a dead job", "POST", "/v1/topics/t/jobs", "", `{"id": "dead1", "body": 2, "on_conflict": "replace"}`, false, 409, codePrecondition, ""},
+
 	// Callbacks.
 	{"callback_url when push is disabled", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "https://example.com/hook"}`, false, 400, codeInvalid, "webhook secret"},
 	{"callback_url not http", "POST", "/v1/topics/fresh/jobs", "", `{"callback_url": "ftp://example.com/hook"}`, true, 400, codeInvalid, "callback_url"},
@@ -199,6 +213,11 @@ var badCases = []badCase{
 	{"limits rate a string", "PUT", "/v1/topics/t/limits", "", `{"rate": "10", "period_ms": 1000}`, false, 400, codeInvalid, "rate"},
 	{"limits unknown field", "PUT", "/v1/topics/t/limits", "", `{"burst": 5}`, false, 400, codeInvalid, "burst"},
 	{"limits no body", "PUT", "/v1/topics/t/limits", "-", ``, false, 415, codeMediaType, ""},
+	{"defaults unique_for_ms negative", "PUT", "/v1/topics/t/defaults", "", `{"unique_for_ms": -1}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"defaults unique_for_ms beyond 10 years", "PUT", "/v1/topics/t/defaults", "", `{"unique_for_ms": 315360000001}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"defaults unique_for_ms a string", "PUT", "/v1/topics/t/defaults", "", `{"unique_for_ms": "1000"}`, false, 400, codeInvalid, "unique_for_ms"},
+	{"defaults unknown field", "PUT", "/v1/topics/t/defaults", "", `{"ttr_ms": 1000}`, false, 400, codeInvalid, "ttr_ms"},
+	{"defaults no body", "PUT", "/v1/topics/t/defaults", "-", ``, false, 415, codeMediaType, ""},
 	{"pause unknown field", "POST", "/v1/topics/t/pause", "", `{"until": 5}`, false, 400, codeInvalid, "until"},
 	{"pause text/plain", "POST", "/v1/topics/t/pause", "text/plain", `{}`, false, 415, codeMediaType, ""},
 	{"resume unknown topic", "POST", "/v1/topics/fresh/resume", "-", ``, false, 404, codeNotFound, "fresh"},
