@@ -42,6 +42,7 @@ var envVars = []envVar{
 	{flag: "shutdown-timeout", name: "DELAYQ_SHUTDOWN_TIMEOUT"},
 	{flag: "request-timeout", name: "DELAYQ_REQUEST_TIMEOUT"},
 	{flag: "replay-window", name: "DELAYQ_REPLAY_WINDOW"},
+	{flag: "unique-for", name: "DELAYQ_UNIQUE_FOR"},
 	{flag: "redis-server", name: "DELAYQ_REDIS_SERVER"},
 	{flag: "redis-appendfsync", name: "DELAYQ_REDIS_APPENDFSYNC"},
 	{flag: "metrics", name: "DELAYQ_METRICS"},

@@ -82,6 +82,7 @@ that the collector runs sooner when the heap nears it.`),
 	f.IntVar(&cfg.WebhookConcurrency, "webhook-concurrency", d.WebhookConcurrency, "webhook deliveries in flight at once")
 	f.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", d.ShutdownTimeout, "how long a shutdown waits for requests and webhook deliveries in flight")
 	f.DurationVar(&cfg.ReplayWindow, "replay-window", d.ReplayWindow, "how long a request sent again after a lost answer answers as the first did: an enqueue of the same id and job within it of the job's creation answers 201 with that job, even once it ran, and a cancel retried 204; every state change and every job ended within it cost Redis a small record for that long (docs/states.md); 0 turns it off")
+	f.DurationVar(&cfg.UniqueFor, "unique-for", d.UniqueFor, "how long the id of a job enqueued with an id stays taken once the job ends, for jobs that give no unique_for_ms in topics without a default of their own: an enqueue of the id is refused as already_done until then (docs/producers.md); 0: none")
 	f.DurationVar(&cfg.RequestTimeout, "request-timeout", d.RequestTimeout, "bound on each store call of a request, beyond a reserve's wait")
 	f.StringVar(&cfg.RedisServer, "redis-server", d.RedisServer, "the redis-server executable of the embedded Redis, a path or a name on PATH")
 	f.StringVar(&cfg.AppendFsync, "redis-appendfsync", d.AppendFsync, "appendfsync of the embedded Redis: everysec (a machine crash may lose the last second) or always")

@@ -126,6 +126,26 @@ func TestReplayWindowOff(t *testing.T) {
 	}
 }
 
+// --unique-for (here from its environment variable) keeps the ids of ended jobs taken when
+// neither the job nor its topic says otherwise.
+func TestServerUniqueForDefault(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{"DELAYQ_UNIQUE_FOR": "1h"})
+	s.must(t, "enqueue", "orders", "--id", "o-1", "--body", "1")
+	s.must(t, "cancel", "orders", "o-1")
+	_, err := s.run(t, "enqueue", "orders", "--id", "o-1", "--body", "2")
+	wantErr(t, err, "already_done")
+	if !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("an enqueue of the id of a cancelled job: %v, want it to say cancelled", err)
+	}
+	// Without a default, the id is free once the job ends (and its replay window is past:
+	// another body is not a repeat).
+	plain := startServer(t, nil)
+	plain.must(t, "enqueue", "orders", "--id", "o-1", "--body", "1")
+	plain.must(t, "cancel", "orders", "o-1")
+	plain.must(t, "enqueue", "orders", "--id", "o-1", "--body", "2")
+}
+
 func TestShutdownEndsLongPolls(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil, "--shutdown-timeout", "20s")
@@ -317,6 +337,7 @@ func TestServerConfigErrors(t *testing.T) {
 		{"short token", nil, []string{"--auth-token", "0123456789abcde"}, "--auth-token (token 1 of 1): a token of 15 bytes is too short: want at least 16"},
 		{"short token from env", map[string]string{"DELAYQ_AUTH_TOKENS": "long-enough-token-0001,x"}, nil, "--auth-token (token 2 of 2): a token of 1 bytes is too short"},
 		{"negative replay window", nil, []string{"--replay-window", "-1s"}, "--replay-window -1s: want a duration, or 0 for none"},
+		{"negative unique for", nil, []string{"--unique-for", "-1s"}, "--unique-for -1s: want a duration, or 0 for none"},
 		{"bad listen", nil, []string{"--listen", "256.0.0.1:99999"}, "--listen 256.0.0.1:99999"},
 		{"unknown flag", nil, []string{"--bogus"}, "unknown flag: --bogus"},
 		{"arguments", nil, []string{"extra"}, `unknown command "extra"`},

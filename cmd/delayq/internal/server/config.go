@@ -79,6 +79,10 @@ type Config struct {
 	// did (--replay-window; the library's Config.ReplayWindow, docs/states.md); 0 turns it
 	// off. Defaults to 30s.
 	ReplayWindow time.Duration
+	// UniqueFor is how long the id of a job enqueued with an id stays taken once the job ends,
+	// for jobs that name no unique_for_ms in topics without a default of their own
+	// (--unique-for; the library's Config.UniqueFor). Defaults to 0: none.
+	UniqueFor time.Duration
 
 	// Metrics serves Prometheus metrics at /metrics (--metrics). Defaults to true.
 	Metrics bool
@@ -223,6 +227,9 @@ func (c *Config) parse() (*parsed, error) {
 	}
 	if c.ReplayWindow < 0 {
 		fail("--replay-window %v: want a duration, or 0 for none", c.ReplayWindow)
+	}
+	if c.UniqueFor < 0 {
+		fail("--unique-for %v: want a duration, or 0 for none", c.UniqueFor)
 	}
 	if c.RequestTimeout <= 0 {
 		fail("--request-timeout %v: want a positive duration", c.RequestTimeout)

@@ -103,7 +103,7 @@ func New(ctx context.Context, cfg Config, log *slog.Logger) (_ *Server, err erro
 		replay = -1 // none; the library's 0 is its default
 	}
 	dq, err := delayq.New(ctx, rdb, delayq.Config{Namespace: cfg.Namespace, Partitions: cfg.Partitions, Logger: log,
-		ExpireAllLeases: true, ReplayWindow: replay})
+		ExpireAllLeases: true, ReplayWindow: replay, UniqueFor: cfg.UniqueFor})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to Redis at %s: %w", redisDesc, err)
 	}
