@@ -264,6 +264,8 @@ var badCases = []badCase{
 	{"schedule without topic", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly"}`, false, 400, codeInvalid, "invalid topic"},
 	{"schedule job id", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"id": "x"}}`, false, 400, codeInvalid, "invalid job.id"},
 	{"schedule job delay_ms", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"delay_ms": 5}}`, false, 400, codeInvalid, "invalid job.delay_ms"},
+	{"schedule job unique_for_ms", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"unique_for_ms": 60000}}`, false, 400, codeInvalid, "invalid job.unique_for_ms: a tick's job"},
+	{"schedule job on_conflict", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"on_conflict": "replace"}}`, false, 400, codeInvalid, "invalid job.on_conflict: a tick's job"},
 	{"schedule job ttr_ms 99", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"ttr_ms": 99}}`, false, 400, codeInvalid, "invalid job.ttr_ms"},
 	{"schedule job backoff_ms negative step", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"backoff_ms": [-1]}}`, false, 400, codeInvalid, "invalid job.backoff_ms[0]"},
 	{"schedule job body and body_base64", "PUT", "/v1/schedules/s", "", `{"cron": "@hourly", "topic": "t", "job": {"body": 1, "body_base64": "AQ=="}}`, false, 400, codeInvalid, "invalid job.body_base64"},
