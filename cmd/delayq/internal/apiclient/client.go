@@ -91,17 +91,37 @@ func topicPath(topic string, rest ...string) string {
 	return p
 }
 
-// Enqueue adds one job to topic.
+// Enqueue adds one job to topic, or keeps or replaces the job with its ID as job.OnConflict
+// says.
 func (c *Client) Enqueue(ctx context.Context, topic string, job JobRequest) (*apiv1.Job, error) {
+	e, err := c.EnqueueAnswer(ctx, topic, job)
+	if err != nil {
+		return nil, err
+	}
+	return e.Job, nil
+}
+
+// Enqueued is the answer to an enqueue.
+type Enqueued struct {
+	// Job is the job as it is now.
+	Job *apiv1.Job
+	// Existed says the topic had a job with the id, which the enqueue kept as it was or
+	// replaced (on_conflict keep or replace: 200 rather than 201); Job.Replaces tells which.
+	Existed bool
+}
+
+// EnqueueAnswer is Enqueue with the whole answer, which also tells whether the job existed.
+func (c *Client) EnqueueAnswer(ctx context.Context, topic string, job JobRequest) (*Enqueued, error) {
 	body, err := job.encode()
 	if err != nil {
 		return nil, err
 	}
 	var out apiv1.Job
-	if err := c.Do(ctx, http.MethodPost, topicPath(topic, "jobs"), RawBody(body), &out); err != nil {
+	status, err := c.send(ctx, http.MethodPost, topicPath(topic, "jobs"), RawBody(body), &out)
+	if err != nil {
 		return nil, err
 	}
-	return &out, nil
+	return &Enqueued{Job: &out, Existed: status == http.StatusOK}, nil
 }
 
 // EnqueueBatch adds up to the server's batch limit (1000 by default) of jobs to topic. Each
@@ -132,11 +152,29 @@ func (c *Client) EnqueueBatchRaw(ctx context.Context, topic string, jobs []json.
 	return out.Results, nil
 }
 
-// Get returns a job in any state.
+// Get returns a job in any state. While a job that ended keeps its id taken for its
+// unique_for_ms, the server answers that ended job instead: Get returns it as a *DoneError.
 func (c *Client) Get(ctx context.Context, topic, id string) (*apiv1.Job, error) {
-	var out apiv1.Job
-	if err := c.Do(ctx, http.MethodGet, jobPath(topic, id), nil, &out); err != nil {
+	var raw json.RawMessage
+	if err := c.Do(ctx, http.MethodGet, jobPath(topic, id), nil, &raw); err != nil {
 		return nil, err
+	}
+	var state struct {
+		State string `json:"state"`
+	}
+	if err := json.Unmarshal(raw, &state); err != nil {
+		return nil, fmt.Errorf("apiclient: decoding the answer to GET %s: %w", jobPath(topic, id), err)
+	}
+	if state.State == apiv1.StateEnded {
+		var ended apiv1.EndedJob
+		if err := json.Unmarshal(raw, &ended); err != nil {
+			return nil, fmt.Errorf("apiclient: decoding the answer to GET %s: %w", jobPath(topic, id), err)
+		}
+		return nil, &DoneError{Job: ended}
+	}
+	var out apiv1.Job
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("apiclient: decoding the answer to GET %s: %w", jobPath(topic, id), err)
 	}
 	return &out, nil
 }
@@ -421,7 +459,11 @@ func readError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var body apiv1.ErrorResponse
 	if err := json.Unmarshal(data, &body); err == nil && body.Error.Code != "" {
-		return &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message}
+		e := &Error{Status: resp.StatusCode, Code: body.Error.Code, Message: body.Error.Message, Outcome: body.Error.Outcome}
+		if body.Error.EndedAt != nil {
+			e.EndedAt = body.Error.EndedAt.Time
+		}
+		return e
 	}
 	msg := strings.TrimSpace(string(data))
 	if len(msg) > 200 {

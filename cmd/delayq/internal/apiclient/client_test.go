@@ -146,6 +146,65 @@ func TestProduce(t *testing.T) {
 	}
 }
 
+// An enqueue says whether it kept or replaced a job that existed; an id kept by an ended job is
+// already_done, with how and when it ended, for an enqueue and for Get.
+func TestConflictsAndEndedIDs(t *testing.T) {
+	t.Parallel()
+	c := newServer(t)
+	ctx := testContext(t)
+	hour := time.Hour
+	e, err := c.EnqueueAnswer(ctx, "orders", apiclient.JobRequest{ID: "o-1", Body: json.RawMessage(`1`), Delay: time.Minute, UniqueFor: &hour})
+	if err != nil || e.Existed || e.Job.UniqueForMs != hour.Milliseconds() {
+		t.Fatalf("EnqueueAnswer = %s, %v; want a new job with unique_for_ms 3600000", show(e), err)
+	}
+	e, err = c.EnqueueAnswer(ctx, "orders", apiclient.JobRequest{ID: "o-1", Body: json.RawMessage(`2`), OnConflict: "keep"})
+	if err != nil || !e.Existed || string(e.Job.Body) != "1" {
+		t.Errorf("keep = %s, %v; want the job as it was, existed", show(e), err)
+	}
+	e, err = c.EnqueueAnswer(ctx, "orders", apiclient.JobRequest{ID: "o-1", Body: json.RawMessage(`3`), OnConflict: "replace", UniqueFor: &hour})
+	if err != nil || !e.Existed || string(e.Job.Body) != "3" || e.Job.Replaces != 1 || e.Job.ReplacedAt == nil {
+		t.Errorf("replace = %s, %v; want the job replaced, existed", show(e), err)
+	}
+
+	if err := c.Cancel(ctx, "orders", "o-1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Enqueue(ctx, "orders", apiclient.JobRequest{ID: "o-1", Body: json.RawMessage(`4`)})
+	var ae *apiclient.Error
+	if !errors.As(err, &ae) || ae.Code != "already_done" || ae.Status != 409 || ae.Outcome != "cancelled" || time.Since(ae.EndedAt) > time.Minute {
+		t.Errorf("an enqueue of the ended id: %#v, want already_done, cancelled, ended just now", err)
+	}
+	_, err = c.Get(ctx, "orders", "o-1")
+	var done *apiclient.DoneError
+	if !errors.As(err, &done) || done.Job.Outcome != "cancelled" || done.Job.ID != "o-1" || done.Job.State != apiv1.StateEnded {
+		t.Errorf("Get of the ended id: %v, want a DoneError saying cancelled", err)
+	}
+	if !strings.Contains(err.Error(), "cancelled at ") {
+		t.Errorf("the DoneError says %q, want how and when the job ended", err)
+	}
+
+	// 0 keeps nothing once the job ends.
+	zero := time.Duration(0)
+	if _, err := c.Enqueue(ctx, "orders", apiclient.JobRequest{ID: "o-2", UniqueFor: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx, "orders", "o-2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "orders", "o-2"); !isCode(err, "not_found", 404) {
+		t.Errorf("Get of an ended job without unique_for: %v, want not_found", err)
+	}
+
+	ms := int64(90000)
+	s, err := c.SetTopicDefaults(ctx, "orders", apiv1.TopicDefaults{UniqueForMs: &ms})
+	if err != nil || s.Defaults == nil || s.Defaults.UniqueForMs == nil || *s.Defaults.UniqueForMs != ms {
+		t.Errorf("SetTopicDefaults = %s, %v", show(s), err)
+	}
+	if s, err := c.SetTopicDefaults(ctx, "orders", apiv1.TopicDefaults{}); err != nil || s.Defaults != nil {
+		t.Errorf("SetTopicDefaults of none = %s, %v", show(s), err)
+	}
+}
+
 func TestConsume(t *testing.T) {
 	t.Parallel()
 	c := newServer(t)
@@ -305,6 +364,8 @@ func TestJobRequestJSON(t *testing.T) {
 		{"empty binary", apiclient.JobRequest{Binary: []byte{}}, `{"body_base64":""}`},
 		{"run_at", apiclient.JobRequest{RunAt: time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.FixedZone("x", 3600))}, `{"run_at":"2026-11-22T09:00:00.123Z"}`},
 		{"retries", apiclient.JobRequest{MaxRetries: new(int), Backoff: []time.Duration{time.Second}}, `{"max_retries":0,"backoff_ms":[1000]}`},
+		{"unique_for none", apiclient.JobRequest{ID: "a", UniqueFor: new(time.Duration)}, `{"id":"a","unique_for_ms":0}`},
+		{"unique_for and on_conflict", apiclient.JobRequest{ID: "a", UniqueFor: new(time.Minute), OnConflict: "replace"}, `{"id":"a","unique_for_ms":60000,"on_conflict":"replace"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

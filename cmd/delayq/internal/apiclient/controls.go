@@ -23,6 +23,13 @@ func (c *Client) SetTopicLimits(ctx context.Context, topic string, l apiv1.Topic
 	return c.controlTopic(ctx, http.MethodPut, topicPath(topic, "limits"), l)
 }
 
+// SetTopicDefaults replaces the defaults of topic's jobs with d: a nil field leaves its setting
+// to the server, so the zero TopicDefaults clears them all. A topic that does not exist is
+// created. It returns the topic as it is now.
+func (c *Client) SetTopicDefaults(ctx context.Context, topic string, d apiv1.TopicDefaults) (*apiv1.TopicStats, error) {
+	return c.controlTopic(ctx, http.MethodPut, topicPath(topic, "defaults"), d)
+}
+
 // ClearTopicLimits lifts every limit of topic.
 func (c *Client) ClearTopicLimits(ctx context.Context, topic string) (*apiv1.TopicStats, error) {
 	return c.controlTopic(ctx, http.MethodDelete, topicPath(topic, "limits"), nil)

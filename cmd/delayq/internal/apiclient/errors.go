@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/delayq/delayq/cmd/delayq/internal/apiv1"
 )
@@ -14,6 +15,23 @@ type Error struct {
 	Code string
 	// Message is the server's explanation.
 	Message string
+	// Outcome and EndedAt say, for already_done, how the job that keeps the id ended
+	// ("acked", "cancelled" or "dead") and when; empty and zero for other codes.
+	Outcome string
+	EndedAt time.Time
+}
+
+// DoneError is what Get returns while a job that ended keeps its id taken for its
+// unique_for_ms: the server answers the ended job, which says how and when it ended, instead
+// of the job.
+type DoneError struct {
+	Job apiv1.EndedJob
+}
+
+// Error says which job ended, how and when.
+func (e *DoneError) Error() string {
+	return fmt.Sprintf("job %q of topic %q ended (%s at %s) and its id stays taken for its unique_for",
+		e.Job.ID, e.Job.Topic, e.Job.Outcome, e.Job.EndedAt)
 }
 
 // Error returns "<code>: <message>".

@@ -37,6 +37,13 @@ type JobRequest struct {
 	CallbackURL string
 	// Headers are kept with the job and returned with it; nil or empty: none.
 	Headers map[string]string
+	// UniqueFor keeps the job's id taken this long after the job ends: an enqueue of it is
+	// already_done until then. Nil: the topic's default, else the server's; 0: none. Needs an
+	// ID; sent in whole milliseconds.
+	UniqueFor *time.Duration
+	// OnConflict is what the enqueue does when the topic has a job with the ID: "reject" (the
+	// server's default when empty), "keep" or "replace".
+	OnConflict string
 }
 
 // wire returns r as the API's request.
@@ -48,6 +55,10 @@ func (r JobRequest) wire() *apiv1.EnqueueRequest {
 		TTRMs:       nonZero(r.TTR.Milliseconds()),
 		Priority:    nonZero(int64(r.Priority)),
 		CallbackURL: nonZero(r.CallbackURL),
+		OnConflict:  nonZero(r.OnConflict),
+	}
+	if r.UniqueFor != nil {
+		w.UniqueForMs = new(r.UniqueFor.Milliseconds())
 	}
 	if r.Binary != nil {
 		w.BodyBase64 = new(base64.StdEncoding.EncodeToString(r.Binary))

@@ -14,7 +14,8 @@ type ScheduleRequest struct {
 	Timezone *string `json:"timezone,omitempty"`
 	// Topic is where each tick's job goes.
 	Topic *string `json:"topic,omitempty"`
-	// Job is the template of each tick's job: the enqueue fields but id, delay_ms and run_at.
+	// Job is the template of each tick's job: the enqueue fields but id, delay_ms, run_at,
+	// unique_for_ms and on_conflict.
 	Job *EnqueueRequest `json:"job,omitempty"`
 	// StartAt and EndAt bound the ticks: RFC 3339 times, kept as the text the caller sent.
 	StartAt *string `json:"start_at,omitempty"`

@@ -669,6 +669,46 @@ func TestLibraryJobThroughItsWholeBeanstalkdLife(t *testing.T) {
 	}
 }
 
+// TestJobThatKeepsItsIDIsNotFound wants a job that ended and keeps its id taken for its
+// unique_for to be NOT_FOUND under its beanstalkd id, as any job gone is: one enqueued with the
+// Go library and met by a beanstalkd client, and one put over beanstalkd into a topic whose
+// default keeps ids taken.
+func TestJobThatKeepsItsIDIsNotFound(t *testing.T) {
+	dq := delayqtest.NewClient(t, delayq.Config{})
+	addr := startServer(t, Config{Backend: backend.New(dq, slog.New(slog.DiscardHandler))})
+	ctx := context.Background()
+	job, err := dq.Enqueue(ctx, "lib", delayq.Spec{ID: "order-1", Body: []byte("hello"), UniqueFor: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dq.SetTopicDefaults(ctx, "lib", delayq.TopicDefaults{UniqueFor: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, addr)
+	c.do("use lib")
+	var n uint64
+	if _, err := fmt.Sscanf(c.do("peek-ready"), "FOUND %d 5\r\nhello\r\n", &n); err != nil {
+		t.Fatal(err)
+	}
+	if err := dq.Cancel(ctx, "lib", job.ID); err != nil {
+		t.Fatal(err)
+	}
+	var put uint64
+	if _, err := fmt.Sscanf(c.do("put 0 0 60 3\r\nbye"), "INSERTED %d\r\n", &put); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.do(fmt.Sprintf("delete %d", put)); got != "DELETED\r\n" {
+		t.Fatalf("delete of the put job: %q", got)
+	}
+	for _, id := range []uint64{n, put} {
+		for _, cmd := range []string{"peek %d", "stats-job %d", "kick-job %d", "delete %d"} {
+			if got := c.do(fmt.Sprintf(cmd, id)); got != "NOT_FOUND\r\n" {
+				t.Errorf("%s: %q; want NOT_FOUND", fmt.Sprintf(cmd, id), got)
+			}
+		}
+	}
+}
+
 // TestReleaseWithADelayIsASnooze wants a beanstalkd release with a delay to be the snooze of
 // the HTTP API and the Go library: the job counts it, keeps its attempts, and past its
 // max_snoozes is buried (dead) with the reason; a release without a delay counts nothing.

@@ -345,6 +345,114 @@ func TestOperateCommands(t *testing.T) {
 	}
 }
 
+// enqueue --unique-for keeps an ended job's id taken, and says so when the id comes again;
+// --on-conflict keeps or replaces a job that exists, and the first line says which happened;
+// get shows an ended job that keeps its id.
+func TestEnqueueUniqueForAndOnConflict(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	firstLine := func(out string) string { return strings.SplitN(out, "\n", 2)[0] }
+
+	out := s.must(t, "enqueue", "orders", "--id", "o-1", "--body", "1", "--delay", "1h", "--unique-for", "1h")
+	if got := firstLine(out); got != "created orders/o-1" {
+		t.Errorf("enqueue printed %q first, want created orders/o-1", got)
+	}
+	if got := field(t, out, "unique_for"); got != "1h" {
+		t.Errorf("enqueue --unique-for 1h: unique_for = %q", got)
+	}
+	out = s.must(t, "enqueue", "orders", "--id", "o-1", "--body", "2", "--on-conflict", "keep")
+	if got := firstLine(out); got != "kept orders/o-1 as it was: a job with this id exists" || field(t, out, "body") != "1" {
+		t.Errorf("--on-conflict keep printed:\n%s", out)
+	}
+	out = s.must(t, "enqueue", "orders", "--id", "o-1", "--body", "3", "--delay", "2h", "--on-conflict", "replace", "--unique-for", "1h")
+	if got := firstLine(out); got != "replaced orders/o-1 (replaced 1 time)" || field(t, out, "body") != "3" ||
+		field(t, out, "replaces") != "1" || field(t, out, "replaced_at") == "" {
+		t.Errorf("--on-conflict replace printed:\n%s", out)
+	}
+	var j apiv1.Job
+	s.mustJSON(t, &j, "enqueue", "orders", "--id", "o-1", "--body", "4", "--on-conflict", "replace", "--unique-for", "1h")
+	if j.Replaces != 2 || string(j.Body) != "4" || j.UniqueForMs != 3600000 {
+		t.Errorf("--on-conflict replace --json: %+v", j)
+	}
+	_, err := s.run(t, "enqueue", "orders", "--id", "o-1", "--body", "5")
+	wantErr(t, err, "already_exists")
+
+	// Once the job has ended its id stays taken: an enqueue says how and when it ended, and get
+	// shows it.
+	s.must(t, "cancel", "orders", "o-1")
+	for _, onConflict := range []string{"reject", "keep", "replace"} {
+		_, err = s.run(t, "enqueue", "orders", "--id", "o-1", "--body", "6", "--on-conflict", onConflict)
+		wantErr(t, err, "already_done")
+		if !strings.Contains(err.Error(), "cancelled at ") {
+			t.Errorf("--on-conflict %s of an ended id: %v, want it to say cancelled and when", onConflict, err)
+		}
+	}
+	out = s.must(t, "get", "orders", "o-1")
+	if field(t, out, "state") != "ended" || field(t, out, "outcome") != "cancelled" || field(t, out, "ended_at") == "" {
+		t.Errorf("get of an ended id:\n%s", out)
+	}
+	var ended apiv1.EndedJob
+	s.mustJSON(t, &ended, "get", "orders", "o-1")
+	if ended.State != apiv1.StateEnded || ended.Outcome != "cancelled" || time.Since(ended.EndedAt.Time) > time.Minute {
+		t.Errorf("get --json of an ended id: %+v", ended)
+	}
+
+	// --unique-for 0 keeps nothing.
+	s.must(t, "enqueue", "orders", "--id", "o-2", "--unique-for", "0")
+	s.must(t, "cancel", "orders", "o-2")
+	_, err = s.run(t, "get", "orders", "o-2")
+	wantErr(t, err, "not_found")
+
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"enqueue", "orders", "--id", "x", "--on-conflict", "merge"}, `--on-conflict "merge": want reject, keep or replace`},
+		{[]string{"enqueue", "orders", "--id", "x", "--unique-for", "-1s"}, "--unique-for -1s must not be negative"},
+		{[]string{"enqueue", "orders", "--id", "x", "--unique-for", "1500us"}, "whole number of milliseconds"},
+		{[]string{"enqueue", "orders", "--unique-for", "1h"}, "invalid_argument: "},
+		{[]string{"enqueue", "orders", "--on-conflict", "keep"}, "invalid_argument: "},
+	} {
+		if _, err := s.run(t, tt.args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("delayq %s: err = %v, want one containing %q", strings.Join(tt.args, " "), err, tt.want)
+		}
+	}
+}
+
+// enqueue --file --unique-for --on-conflict: the flags apply to the lines with an id that do not
+// say otherwise.
+func TestEnqueueFileDefaults(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	s.must(t, "enqueue", "bulk", "--id", "f-1", "--body", "0", "--delay", "1h")
+	s.must(t, "enqueue", "bulk", "--id", "f-2", "--body", "0", "--delay", "1h")
+	path := filepath.Join(t.TempDir(), "jobs.jsonl")
+	lines := `{"id":"f-1","body":1}` + "\n" + // exists: kept
+		`{"id":"f-2", "body": 2, "on_conflict": "reject"}` + "\n" + // exists, and says reject
+		`{"body":3,"delay_ms":3600000}` + "\n" + // no id: sent as it is
+		`{"id":"f-3","body":{"k": [1, 2]},"unique_for_ms":0}` + "\n" + // new, with its own unique_for
+		`{"id":"f-4","delay_ms":3600000}` + "\n" // new
+	if err := os.WriteFile(path, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.run(t, "enqueue", "bulk", "--file", path, "--on-conflict", "keep", "--unique-for", "1h")
+	if err == nil || !strings.Contains(out, "added 4 jobs, 1 failed") || !strings.Contains(out, `line 2 (id "f-2"): already_exists: `) {
+		t.Errorf("enqueue --file: %v\n%s", err, out)
+	}
+	for id, want := range map[string]struct {
+		body      string
+		uniqueFor int64
+	}{
+		"f-1": {"0", 0}, "f-2": {"0", 0}, "f-3": {`{"k":[1,2]}`, 0}, "f-4": {"", 3600000},
+	} {
+		var j apiv1.Job
+		s.mustJSON(t, &j, "get", "bulk", id)
+		if string(j.Body) != want.body || j.UniqueForMs != want.uniqueFor {
+			t.Errorf("%s: body %s, unique_for_ms %d; want %s, %d", id, j.Body, j.UniqueForMs, want.body, want.uniqueFor)
+		}
+	}
+}
+
 func TestEnqueueFile(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil)

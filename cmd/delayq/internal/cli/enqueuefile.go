@@ -11,6 +11,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/delayq/delayq/cmd/delayq/internal/apiclient"
 	"github.com/delayq/delayq/cmd/delayq/internal/apiv1"
@@ -46,9 +47,43 @@ type fileBatch struct {
 	bytes int
 }
 
-// enqueueFile enqueues every line of a JSON Lines file into topic, through the batch endpoint.
-// It reports each line that failed, and returns an error when any did.
-func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, path string) error {
+// lineDefaults are what enqueue --file adds to each line with an id that does not give it
+// (both need an id: a line without one is sent as it is).
+type lineDefaults struct {
+	uniqueFor  *time.Duration // unique_for_ms; nil: nothing added
+	onConflict string         // on_conflict; "": nothing added
+}
+
+// apply returns line with the defaults it lacks inserted first, the rest byte for byte (the
+// API keeps the JSON text of a body as it was sent). line is a JSON object.
+func (d lineDefaults) apply(line []byte) ([]byte, error) {
+	if d.uniqueFor == nil && d.onConflict == "" {
+		return line, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(line, &fields); err != nil {
+		return nil, err
+	}
+	if _, ok := fields["id"]; !ok {
+		return line, nil
+	}
+	var add []byte
+	if _, ok := fields["unique_for_ms"]; !ok && d.uniqueFor != nil {
+		add = fmt.Appendf(add, `"unique_for_ms":%d,`, d.uniqueFor.Milliseconds())
+	}
+	if _, ok := fields["on_conflict"]; !ok && d.onConflict != "" {
+		add = fmt.Appendf(add, `"on_conflict":%q,`, d.onConflict)
+	}
+	if len(add) == 0 {
+		return line, nil
+	}
+	return append(append([]byte{'{'}, add...), line[1:]...), nil
+}
+
+// enqueueFile enqueues every line of a JSON Lines file into topic, through the batch endpoint,
+// with the defaults each line lacks. It reports each line that failed, and returns an error
+// when any did.
+func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, path string, defaults lineDefaults) error {
 	in, size, err := openInput(path)
 	if err != nil {
 		return err
@@ -90,6 +125,11 @@ func enqueueFile(ctx context.Context, c *apiclient.Client, out *output, topic, p
 		}
 		if msg := checkLine(line); msg != "" {
 			sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, ID: lineID(line), Error: &apiv1.Error{Code: "invalid_argument", Message: msg}})
+			continue
+		}
+		if line, err = defaults.apply(line); err != nil {
+			sum.Failed = append(sum.Failed, lineFailure{Line: lineNo, Error: &apiv1.Error{Code: "invalid_argument", Message: fmt.Sprintf("not a JSON object: %v", err)}})
+			err = nil
 			continue
 		}
 		if len(b.jobs) > 0 && b.bytes+len(line) > fileBatchBytes {

@@ -58,6 +58,15 @@ func printJob(w io.Writer, j *apiv1.Job) {
 		}
 		row("backoff", strings.Join(steps, ","))
 	}
+	if j.UniqueForMs > 0 {
+		row("unique_for", msDuration(j.UniqueForMs))
+	}
+	if j.Replaces > 0 {
+		row("replaces", strconv.Itoa(j.Replaces))
+	}
+	if j.ReplacedAt != nil {
+		row("replaced_at", j.ReplacedAt.String())
+	}
 	row("callback_url", j.CallbackURL)
 	row("last_error", oneLine(j.LastError))
 	row("lease", j.Lease)
@@ -69,6 +78,17 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	}
 	printHeaders(tw, j.Headers)
 	row("body", bodyText(j))
+	tw.Flush()
+}
+
+// printEndedJob writes a job that ended and keeps its id taken as a list of fields.
+func printEndedJob(w io.Writer, j *apiv1.EndedJob) {
+	tw := newTable(w)
+	fmt.Fprintf(tw, "topic\t%s\n", j.Topic)
+	fmt.Fprintf(tw, "id\t%s\n", j.ID)
+	fmt.Fprintf(tw, "state\t%s\n", j.State)
+	fmt.Fprintf(tw, "outcome\t%s\n", j.Outcome)
+	fmt.Fprintf(tw, "ended_at\t%s\n", j.EndedAt)
 	tw.Flush()
 }
 
@@ -129,7 +149,20 @@ func printStats(w io.Writer, s *apiv1.TopicStats) {
 	fmt.Fprintf(tw, "concurrency_limit\t%s\n", orNone(s.Limits.Concurrency))
 	fmt.Fprintf(tw, "partitions\t%d\n", s.Partitions)
 	fmt.Fprintf(tw, "leases_expired\t%d\n", s.LeasesExpired)
+	fmt.Fprintf(tw, "default_unique_for\t%s\n", defaultUniqueFor(s.Defaults))
 	tw.Flush()
+}
+
+// defaultUniqueFor writes a topic's default unique_for: a duration, "none" for 0, or "-" when
+// the topic leaves it to the server.
+func defaultUniqueFor(d *apiv1.TopicDefaults) string {
+	switch {
+	case d == nil || d.UniqueForMs == nil:
+		return "-"
+	case *d.UniqueForMs == 0:
+		return "none"
+	}
+	return msDuration(*d.UniqueForMs)
 }
 
 // printSchedule writes one schedule as a list of fields.

@@ -28,6 +28,8 @@ type enqueueFlags struct {
 	callbackURL          string
 	headers              []string // name=value
 	file                 string
+	uniqueFor            time.Duration
+	onConflict           string
 }
 
 func newEnqueueCmd() *cobra.Command {
@@ -39,9 +41,18 @@ func newEnqueueCmd() *cobra.Command {
 Enqueue one job described by the flags, or with --file every job of a JSON Lines file: one job
 request object per line, as in the API (for example {"id":"o-1","body":{"order":1},"delay_ms":60000}).
 A file is sent through the batch endpoint, 1000 jobs per request; each line succeeds or fails
-alone, and the failures are listed with their line numbers.`),
+alone, and the failures are listed with their line numbers.
+
+A job with an id may keep it taken for a while after it ends (--unique-for): until then an
+enqueue of the id fails as already_done, saying how the job ended and when. --on-conflict says
+what to do when a job with the id exists: reject (fail as already_exists), keep it as it is, or
+replace a delayed or ready one in place. The first line printed says whether the job was
+created, kept or replaced. With --file, both flags apply to the lines with an id that do not
+say otherwise.`),
 		Example: `  delayq enqueue orders --body '{"order":42}' --delay 30m --header x-tenant=acme
   delayq enqueue orders --id order-42 --body '"cancel"' --run-at 2026-11-22T10:00:00Z --backoff 15s,3m,10m
+  delayq enqueue orders --id order-42 --body '{"order":42}' --delay 30m --unique-for 24h
+  delayq enqueue search-index --id doc-7 --delay 10s --on-conflict replace
   delayq enqueue orders --file jobs.jsonl`,
 		Args: cobra.ExactArgs(1),
 	}
@@ -52,26 +63,85 @@ alone, and the failures are listed with their line numbers.`),
 	fl.addTemplateFlags(cmd)
 	f.StringVar(&fl.file, "file", "", `JSON Lines file of job requests ("-" for standard input)`)
 	f.IntVar(&fl.maxSnoozes, "max-snoozes", 0, "releases for later (snoozes) the job may take before the next makes it dead (default no limit)")
+	f.DurationVar(&fl.uniqueFor, "unique-for", 0, "keep the job's id taken this long after the job ends, such as 24h: an enqueue of it fails as already_done until then; 0 for not at all (default the topic's, else the server's)")
+	f.StringVar(&fl.onConflict, "on-conflict", "", "when a job with the id exists: reject (fail as already_exists), keep (leave it as it is) or replace (a delayed or ready one, in place) (default reject)")
 	cmd.MarkFlagsMutuallyExclusive("delay", "run-at")
 	for _, single := range []string{"id", "body", "body-base64", "delay", "run-at", "ttr", "max-retries", "max-snoozes", "backoff", "priority", "callback-url", "header"} {
 		cmd.MarkFlagsMutuallyExclusive("file", single)
 	}
 	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
+		uniqueFor, err := fl.uniqueForFlag(cmd)
+		if err != nil {
+			return err
+		}
+		if err := checkConflict(fl.onConflict); err != nil {
+			return err
+		}
 		if fl.file != "" {
-			return enqueueFile(ctx, c, out, args[0], fl.file)
+			return enqueueFile(ctx, c, out, args[0], fl.file, lineDefaults{uniqueFor: uniqueFor, onConflict: fl.onConflict})
 		}
 		req, err := fl.request(cmd)
 		if err != nil {
 			return err
 		}
+		req.UniqueFor, req.OnConflict = uniqueFor, fl.onConflict
 		ctx, cancel := out.bound(ctx, 0)
 		defer cancel()
-		j, err := c.Enqueue(ctx, args[0], req)
+		e, err := c.EnqueueAnswer(ctx, args[0], req)
 		if err != nil {
 			return err
 		}
-		return out.result(j, func(w io.Writer) { printJob(w, j) })
+		return out.result(e.Job, func(w io.Writer) {
+			fmt.Fprintln(w, enqueued(e, fl.onConflict))
+			printJob(w, e.Job)
+		})
 	})
+}
+
+// uniqueForFlag reads --unique-for: nil when it is not given (the topic's or server's default
+// applies), else a whole number of milliseconds, 0 for none.
+func (fl *enqueueFlags) uniqueForFlag(cmd *cobra.Command) (*time.Duration, error) {
+	if !cmd.Flags().Changed("unique-for") {
+		return nil, nil
+	}
+	if err := wholeMs("--unique-for", fl.uniqueFor); err != nil {
+		return nil, err
+	}
+	return &fl.uniqueFor, nil
+}
+
+// checkConflict checks --on-conflict before a request is sent.
+func checkConflict(c string) error {
+	switch c {
+	case "", "reject", "keep", "replace":
+		return nil
+	}
+	return fmt.Errorf("--on-conflict %q: want reject, keep or replace", c)
+}
+
+// wholeMs checks a duration flag that the API takes in milliseconds, 0 or more.
+func wholeMs(flag string, d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("%s %v must not be negative", flag, d)
+	}
+	if d%time.Millisecond != 0 {
+		return fmt.Errorf("%s %v: want a whole number of milliseconds", flag, d)
+	}
+	return nil
+}
+
+// enqueued says what an enqueue did: created the job, or kept or replaced the one with its id
+// (as onConflict asked).
+func enqueued(e *apiclient.Enqueued, onConflict string) string {
+	j := e.Job
+	switch {
+	case !e.Existed:
+		return fmt.Sprintf("created %s/%s", j.Topic, j.ID)
+	case onConflict == "replace":
+		return fmt.Sprintf("replaced %s/%s (replaced %s)", j.Topic, j.ID, plural(j.Replaces, "time"))
+	default:
+		return fmt.Sprintf("kept %s/%s as it was: a job with this id exists", j.Topic, j.ID)
+	}
 }
 
 // addTemplateFlags adds the flags of what a job is, apart from its id and due time: those of a
@@ -160,12 +230,23 @@ func parseHeaders(flags []string) (map[string]string, error) {
 func newGetCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get <topic> <id>",
-		Short: "Show a job in any state",
+		Short: "Show a job in any state, or how and when it ended while its id stays taken",
 		Args:  cobra.ExactArgs(2),
 	}
-	return showCmd(cmd, func(ctx context.Context, c *apiclient.Client, args []string) (*apiv1.Job, error) {
-		return c.Get(ctx, args[0], args[1])
-	}, printJob)
+	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
+		ctx, cancel := out.bound(ctx, 0)
+		defer cancel()
+		j, err := c.Get(ctx, args[0], args[1])
+		var done *apiclient.DoneError
+		if errors.As(err, &done) {
+			// An ended job that keeps its id taken (unique_for) is an answer, not a failure.
+			return out.result(done.Job, func(w io.Writer) { printEndedJob(w, &done.Job) })
+		}
+		if err != nil {
+			return err
+		}
+		return out.result(j, func(w io.Writer) { printJob(w, j) })
+	})
 }
 
 func newCancelCmd() *cobra.Command {

@@ -139,6 +139,26 @@ func TestServerUniqueForKeepsEndedIDsTaken(t *testing.T) {
 	}
 }
 
+// --unique-for (here from its environment variable) keeps the ids of ended jobs taken when
+// neither the job nor its topic says otherwise.
+func TestServerUniqueForDefault(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{"DELAYQ_UNIQUE_FOR": "1h"})
+	s.must(t, "enqueue", "orders", "--id", "o-1", "--body", "1")
+	s.must(t, "cancel", "orders", "o-1")
+	_, err := s.run(t, "enqueue", "orders", "--id", "o-1", "--body", "2")
+	wantErr(t, err, "already_done")
+	if !strings.Contains(err.Error(), "cancelled") {
+		t.Errorf("an enqueue of the id of a cancelled job: %v, want it to say cancelled", err)
+	}
+	// Without a default, the id is free once the job ends (and its replay window is past:
+	// another body is not a repeat).
+	plain := startServer(t, nil)
+	plain.must(t, "enqueue", "orders", "--id", "o-1", "--body", "1")
+	plain.must(t, "cancel", "orders", "o-1")
+	plain.must(t, "enqueue", "orders", "--id", "o-1", "--body", "2")
+}
+
 func TestShutdownEndsLongPolls(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, nil, "--shutdown-timeout", "20s")

@@ -17,7 +17,7 @@ import (
 func newTopicCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "topic",
-		Short: "Pause, resume, limit or delete a topic",
+		Short: "Pause, resume, limit, set the defaults of or delete a topic",
 		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(
@@ -26,6 +26,7 @@ func newTopicCmd() *cobra.Command {
 		newTopicControlCmd("resume", "Resume a paused topic: waiting consumers get its due jobs at once",
 			(*apiclient.Client).ResumeTopic),
 		newTopicLimitsCmd(),
+		newTopicDefaultsCmd(),
 		newTopicDeleteCmd(),
 	)
 	return cmd
@@ -79,6 +80,45 @@ enforces its share of a limit, so a limit below the partition count is refused.`
 		} else {
 			s, err = c.SetTopicLimits(ctx, args[0], apiv1.TopicLimits{Rate: rate, PeriodMs: period.Milliseconds(), Concurrency: concurrency})
 		}
+		if err != nil {
+			return err
+		}
+		return out.result(s, func(w io.Writer) { printStats(w, s) })
+	})
+}
+
+func newTopicDefaultsCmd() *cobra.Command {
+	var uniqueFor time.Duration
+	var clear bool
+	cmd := &cobra.Command{
+		Use:   "defaults <topic> (--unique-for D | --clear)",
+		Short: "Replace the defaults a topic's jobs take, or leave them to the server",
+		Long: `Replace a topic's defaults for the jobs enqueued from then on: --unique-for is how long the id
+of a job with an id that gives no unique_for of its own stays taken once the job ends (0: not
+at all, whatever the server's --unique-for). A default not given is left to the server, and
+--clear leaves them all to it.`,
+		Example: "  delayq topic defaults orders --unique-for 24h\n" +
+			"  delayq topic defaults orders --unique-for 0\n" +
+			"  delayq topic defaults orders --clear",
+		Args: cobra.ExactArgs(1),
+	}
+	cmd.Flags().DurationVar(&uniqueFor, "unique-for", 0, "how long the ids of ended jobs stay taken, such as 24h; 0 for not at all")
+	cmd.Flags().BoolVar(&clear, "clear", false, "leave every default to the server")
+	cmd.MarkFlagsMutuallyExclusive("unique-for", "clear")
+	return clientCmd(cmd, func(ctx context.Context, c *apiclient.Client, out *output, args []string) error {
+		var d apiv1.TopicDefaults
+		switch {
+		case cmd.Flags().Changed("unique-for"):
+			if err := wholeMs("--unique-for", uniqueFor); err != nil {
+				return err
+			}
+			d.UniqueForMs = new(uniqueFor.Milliseconds())
+		case !clear:
+			return errors.New("give --unique-for, or --clear")
+		}
+		ctx, cancel := out.bound(ctx, 0)
+		defer cancel()
+		s, err := c.SetTopicDefaults(ctx, args[0], d)
 		if err != nil {
 			return err
 		}

@@ -64,3 +64,36 @@ func TestTopicCommands(t *testing.T) {
 		t.Errorf("topic delete --json of an empty topic: %+v", d)
 	}
 }
+
+// topic defaults sets the unique_for that a topic's jobs take when they give none, and stats
+// show it.
+func TestTopicDefaultsCommand(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, nil)
+	if out := s.must(t, "topic", "defaults", "orders", "--unique-for", "2h"); field(t, out, "default_unique_for") != "2h" {
+		t.Errorf("topic defaults --unique-for 2h:\n%s", out)
+	}
+	s.must(t, "enqueue", "orders", "--id", "a", "--delay", "1h")
+	if got := field(t, s.must(t, "get", "orders", "a"), "unique_for"); got != "2h" {
+		t.Errorf("a job of the topic: unique_for = %q, want the topic's 2h", got)
+	}
+	if out := s.must(t, "topic", "defaults", "orders", "--unique-for", "0"); field(t, out, "default_unique_for") != "none" {
+		t.Errorf("topic defaults --unique-for 0:\n%s", out)
+	}
+	var st apiv1.TopicStats
+	s.mustJSON(t, &st, "stats", "orders")
+	if st.Defaults == nil || st.Defaults.UniqueForMs == nil || *st.Defaults.UniqueForMs != 0 {
+		t.Errorf("stats --json after --unique-for 0: %+v", st.Defaults)
+	}
+	if out := s.must(t, "topic", "defaults", "orders", "--clear"); field(t, out, "default_unique_for") != "-" {
+		t.Errorf("topic defaults --clear:\n%s", out)
+	}
+	if _, err := s.run(t, "topic", "defaults", "orders"); err == nil || !strings.Contains(err.Error(), "--clear") {
+		t.Errorf("topic defaults without a default: %v", err)
+	}
+	if _, err := s.run(t, "topic", "defaults", "orders", "--unique-for", "1h", "--clear"); err == nil || !strings.Contains(err.Error(), "[unique-for clear]") {
+		t.Errorf("topic defaults --unique-for --clear: %v", err)
+	}
+	_, err := s.run(t, "topic", "defaults", "orders", "--unique-for", "100000h")
+	wantErr(t, err, "invalid_argument")
+}

@@ -103,6 +103,9 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"args":           actionArgs,
 	"limits":         limitsText,
 	"topicArgs":      topicControlsArgs,
+	"ms":             msText,
+	"times":          times,
+	"uniqueFor":      uniqueForText,
 }).ParseFS(templateFiles, "templates/*.html"))
 
 // stateCount is a topic's count of jobs in state.

@@ -174,7 +174,7 @@ func (d *Dashboard) jobBody(w http.ResponseWriter, r *http.Request, _ *view) err
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	j, err := d.c.Get(ctx, topic, id)
-	if errors.Is(err, delayq.ErrNotFound) && d.archive != nil {
+	if (errors.Is(err, delayq.ErrNotFound) || errors.Is(err, delayq.ErrDone)) && d.archive != nil {
 		page, aerr := d.archive.Query(ctx, archive.Filter{Topic: topic, ID: id, Limit: 1})
 		if aerr != nil || len(page.Outcomes) == 0 {
 			return err

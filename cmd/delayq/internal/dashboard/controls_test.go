@@ -185,3 +185,22 @@ func TestReadOnlyHidesAndRefusesTopicActions(t *testing.T) {
 		t.Errorf("a read-only dashboard changed the topic: %+v", st)
 	}
 }
+
+// The topic page shows the topic's default unique_for when it sets one.
+func TestTopicPageShowsItsDefaultUniqueFor(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("orders", delayq.Spec{ID: "o1"})
+	if strings.Contains(s.get("/topics/orders").body, `id="topic-unique-for"`) {
+		t.Error("a topic without defaults shows a unique_for")
+	}
+	for d, want := range map[time.Duration]string{
+		90 * time.Minute:   `<dd id="topic-unique-for">1h30m after its jobs end, for jobs with an id that give none</dd>`,
+		delayq.NoUniqueFor: `<dd id="topic-unique-for">none: the ids of its jobs are free once they end</dd>`,
+	} {
+		if err := s.client.SetTopicDefaults(s.t.Context(), "orders", delayq.TopicDefaults{UniqueFor: d}); err != nil {
+			t.Fatal(err)
+		}
+		wantContains(t, "the topic page", s.get("/topics/orders").body, want)
+	}
+}

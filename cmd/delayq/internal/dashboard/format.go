@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/delayq/delayq"
 )
 
 // age writes a duration the way an operator reads it at a glance: "—" for none, then the two
@@ -59,4 +62,35 @@ func paginate(r *http.Request, n, per int) (p pager, from, to int) {
 	}
 	from = (p.Page - 1) * per
 	return p, from, min(from+per, n)
+}
+
+// msText writes milliseconds as a Go duration without zero units, such as 30s, 1h30m or 24h.
+func msText(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// times writes how many times something happened: once, twice, 3 times.
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+// uniqueForText writes a topic's default unique_for (TopicDefaults.UniqueFor; not zero).
+func uniqueForText(d time.Duration) string {
+	if d == delayq.NoUniqueFor {
+		return "none: the ids of its jobs are free once they end"
+	}
+	return msText(d.Milliseconds()) + " after its jobs end, for jobs with an id that give none"
 }

@@ -143,11 +143,14 @@ func statusOf(err error) (int, string) {
 	var he *httpError
 	var nf *delayq.NotFoundError
 	var ne *delayq.NotEmptyError
+	var done *delayq.DoneError
 	switch {
 	case errors.As(err, &he):
 		return he.status, he.msg
 	case errors.As(err, &nf):
 		return http.StatusNotFound, nf.Message()
+	case errors.As(err, &done):
+		return http.StatusNotFound, done.Message()
 	case errors.As(err, &ne):
 		return http.StatusConflict, ne.Message()
 	case errors.Is(err, delayq.ErrNotFound):

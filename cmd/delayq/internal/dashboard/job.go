@@ -19,6 +19,9 @@ type jobData struct {
 	Gone     bool
 	Archived *apiv1.HistoryEntry
 	History  *jobHistory // nil without an archive
+	// Ended: the job ended and keeps its id taken for its unique_for, which says how and when;
+	// its history shows too when the archive has it (Gone).
+	Ended *apiv1.EndedJob
 }
 
 // job is GET /topics/{topic}/jobs/{id}: every field of the job, and its actions.
@@ -27,10 +30,13 @@ func (d *Dashboard) job(w http.ResponseWriter, r *http.Request, v *view) error {
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	j, err := d.c.Get(ctx, topic, id)
-	if errors.Is(err, delayq.ErrNotFound) && d.archive != nil {
-		return d.goneJob(w, r, v, err)
-	}
-	if err != nil {
+	var done *delayq.DoneError
+	switch {
+	case errors.As(err, &done):
+		return d.goneJob(w, r, v, err, apiv1.NewEndedJob(done))
+	case errors.Is(err, delayq.ErrNotFound) && d.archive != nil:
+		return d.goneJob(w, r, v, err, nil)
+	case err != nil:
 		return err
 	}
 	h, _ := d.readJobHistory(ctx, topic, id)

@@ -47,21 +47,25 @@ func (d *Dashboard) readJobHistory(ctx context.Context, topic, id string) (*jobH
 	return h, latest
 }
 
-// goneJob shows a job that Redis no longer has (acked, cancelled, or a deleted dead letter)
-// from its history, when the archive has it; otherwise notFound stands.
-func (d *Dashboard) goneJob(w http.ResponseWriter, r *http.Request, v *view, notFound error) error {
+// goneJob shows a job that Redis no longer has (acked, cancelled, or a deleted dead letter):
+// how and when it ended, when it keeps its id taken (ended), and its history, when the archive
+// has it. With neither, notFound stands.
+func (d *Dashboard) goneJob(w http.ResponseWriter, r *http.Request, v *view, notFound error, ended *apiv1.EndedJob) error {
 	topic, id := r.PathValue("topic"), r.PathValue("id")
 	ctx, cancel := d.storeContext(r)
 	defer cancel()
 	h, latest := d.readJobHistory(ctx, topic, id)
-	if latest == nil {
+	data := jobData{Topic: topic, ID: id, Ended: ended, History: h, Done: readDone(r)}
+	switch {
+	case latest != nil:
+		bare := *latest
+		bare.Body = nil // shown through showBody
+		data.Gone, data.Archived = true, apiv1.NewHistoryEntry(&bare)
+		data.Body = showBody(latest.Body, delayq.Format(latest.Format), jobPath(topic, id)+"/body")
+	case ended == nil:
 		return notFound
 	}
-	bare := *latest
-	bare.Body = nil // shown through showBody
-	v.Title = id
-	v.Data = jobData{Topic: topic, ID: id, Gone: true, Archived: apiv1.NewHistoryEntry(&bare), History: h,
-		Body: showBody(latest.Body, delayq.Format(latest.Format), jobPath(topic, id)+"/body"), Done: readDone(r)}
+	v.Title, v.Data = id, data
 	d.render(w, http.StatusOK, "job", v)
 	return nil
 }

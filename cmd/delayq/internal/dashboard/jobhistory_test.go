@@ -37,6 +37,7 @@ func TestJobHistory(t *testing.T) {
 		archived("t", "gone", archive.Failed, base, 1, "first try <failed>"),
 		archived("t", "gone", archive.Acked, base, 2, ""),
 		archived("t", "live", archive.Failed, base, 3, "timeout"),
+		archived("t", "kept", archive.Cancelled, base, 5, ""),
 	}
 	// A job put over the beanstalkd protocol, with the most urgent beanstalkd priority.
 	beanstalkd := archived("t", "00000000000000000007", archive.Acked, base, 4, "")
@@ -50,6 +51,10 @@ func TestJobHistory(t *testing.T) {
 	}
 	s := newSite(t, func(c *Config) { c.Archive = store })
 	s.enqueue("t", delayq.Spec{ID: "live", Delay: time.Hour})
+	s.enqueue("t", delayq.Spec{ID: "kept", Delay: time.Hour, UniqueFor: time.Hour})
+	if err := s.client.Cancel(ctx, "t", "kept"); err != nil {
+		t.Fatal(err)
+	}
 
 	live := s.get("/topics/t/jobs/live")
 	wantStatus(t, "a job in Redis", live, http.StatusOK)
@@ -79,6 +84,14 @@ func TestJobHistory(t *testing.T) {
 		}
 	}
 	wantStatus(t, "a job neither in Redis nor archived", s.get("/topics/t/jobs/never"), http.StatusNotFound)
+	// An ended job that keeps its id taken: how it ended, and its history and body as archived.
+	kept := s.get("/topics/t/jobs/kept")
+	wantStatus(t, "an ended job that keeps its id, archived", kept, http.StatusOK)
+	wantContains(t, "the page of an archived ended job", kept.body, `id="outcome">cancelled`, `id="gone"`, `id="archived"`,
+		`&#34;order&#34;: &#34;kept&#34;`)
+	if b := s.get("/topics/t/jobs/kept/body"); b.status != http.StatusOK || b.body != `{"order":"kept"}` {
+		t.Errorf("the body of an archived ended job: %d %q", b.status, b.body)
+	}
 
 	search := s.get("/history?topic=t&outcome=failed")
 	wantStatus(t, "history search", search, http.StatusOK)

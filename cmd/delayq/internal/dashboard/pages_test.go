@@ -187,6 +187,54 @@ func TestJobPageShowsSnoozes(t *testing.T) {
 	}
 }
 
+// A job's page shows how long its id stays taken once it ends, and how often it was replaced;
+// a job without either shows neither.
+func TestJobPageShowsUniqueForAndReplaces(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	for range 3 {
+		s.enqueue("t", delayq.Spec{ID: "debounced", Delay: time.Hour, UniqueFor: 24 * time.Hour, OnConflict: delayq.ConflictReplace})
+	}
+	s.enqueue("t", delayq.Spec{ID: "plain", Delay: time.Hour})
+	a := s.get("/topics/t/jobs/debounced")
+	wantContains(t, "the page of a replaced job", a.body, `<dd id="unique-for">24h: its id stays taken this long once it ends</dd>`,
+		`<dd id="replaces">twice, last at 20`)
+	if b := s.get("/topics/t/jobs/plain"); strings.Contains(b.body, `id="unique-for"`) || strings.Contains(b.body, `id="replaces"`) {
+		t.Errorf("a job without unique_for or replaces shows them:\n%s", b.body)
+	}
+}
+
+// While a job that ended keeps its id taken, its page says how and when it ended instead of
+// 404, with no body and no actions; a search of its id finds it, and its body is not found.
+func TestJobPageShowsAnEndedJobThatKeepsItsID(t *testing.T) {
+	t.Parallel()
+	s := newSite(t, nil)
+	s.enqueue("t", delayq.Spec{ID: "done", Body: []byte("x"), UniqueFor: time.Hour})
+	ctx := context.Background()
+	jobs, err := s.client.Reserve(ctx, "t", delayq.ReserveOptions{Max: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("reserve: %d jobs, %v", len(jobs), err)
+	}
+	if err := s.client.Ack(ctx, jobs[0].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	a := s.get("/topics/t/jobs/done")
+	wantStatus(t, "an ended job that keeps its id", a, http.StatusOK)
+	wantContains(t, "the page of an ended job", a.body, `id="state">ended`, `<span class="state acked" id="outcome">acked</span>`,
+		`<dd id="ended-at">20`, `id="ended-note"`)
+	for _, not := range []string{"<h2>Body", `id="cancel"`, `id="run-now"`, `id="gone"`} {
+		if strings.Contains(a.body, not) {
+			t.Errorf("the page of an ended job has %q:\n%s", not, a.body)
+		}
+	}
+	if found := s.get("/search?q=done"); found.status != http.StatusSeeOther || found.header.Get("Location") != "/topics/t/jobs/done" {
+		t.Errorf("a search of the ended job's id: %d %q", found.status, found.header.Get("Location"))
+	}
+	body := s.get("/topics/t/jobs/done/body")
+	wantStatus(t, "the body of an ended job", body, http.StatusNotFound)
+	wantContains(t, "the body of an ended job", body.body, "acked at ")
+}
+
 func TestAssetsAreCached(t *testing.T) {
 	t.Parallel()
 	s := newSite(t, nil)

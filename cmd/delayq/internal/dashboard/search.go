@@ -73,10 +73,15 @@ func (d *Dashboard) search(w http.ResponseWriter, r *http.Request, v *view) erro
 		}
 		data.Topics++
 		j, err := d.c.Get(ctx, t, data.Query)
-		if errors.Is(err, delayq.ErrNotFound) {
+		var done *delayq.DoneError
+		switch {
+		case errors.As(err, &done):
+			// A job that ended and keeps its id taken: its page says how and when.
+			data.Found = append(data.Found, &apiv1.Job{Topic: t, ID: data.Query, State: apiv1.StateEnded})
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, delayq.ErrNotFound):
+			continue
+		case err != nil:
 			return err
 		}
 		data.Found = append(data.Found, withoutBody(j))

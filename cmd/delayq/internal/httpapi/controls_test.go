@@ -78,3 +78,36 @@ func TestTopicControls(t *testing.T) {
 		t.Fatalf("topics left: %+v", list.Topics)
 	}
 }
+
+// PUT /v1/topics/{topic}/defaults sets the unique_for_ms of the topic's jobs that give none,
+// and the topic's stats show it until it is cleared.
+func TestTopicDefaults(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	topicOf := func(r response) apiv1.TopicStats { return decode[apiv1.TopicStats](t, r.want(t, http.StatusOK)) }
+	s := topicOf(e.call("PUT", "/v1/topics/d/defaults", map[string]any{"unique_for_ms": 90000}))
+	if s.Defaults == nil || s.Defaults.UniqueForMs == nil || *s.Defaults.UniqueForMs != 90000 {
+		t.Fatalf("PUT defaults answered %+v", s.Defaults)
+	}
+	e.enqueue("d", map[string]any{"id": "a"})
+	if j := e.get("d", "a"); j.UniqueForMs != 90000 {
+		t.Errorf("a job of the topic took unique_for_ms %d, want the topic's 90000", j.UniqueForMs)
+	}
+	if j := e.enqueue("d", map[string]any{"id": "b", "unique_for_ms": 1000}); j.UniqueForMs != 1000 {
+		t.Errorf("a job that gives its own unique_for_ms got %d, want 1000", j.UniqueForMs)
+	}
+	s = topicOf(e.call("PUT", "/v1/topics/d/defaults", map[string]any{"unique_for_ms": 0}))
+	if s.Defaults == nil || s.Defaults.UniqueForMs == nil || *s.Defaults.UniqueForMs != 0 {
+		t.Fatalf("PUT defaults of 0 answered %+v", s.Defaults)
+	}
+	e.enqueue("d", map[string]any{"id": "c"})
+	if j := e.get("d", "c"); j.UniqueForMs != 0 {
+		t.Errorf("with a topic default of 0 a job took unique_for_ms %d", j.UniqueForMs)
+	}
+	if s := topicOf(e.call("PUT", "/v1/topics/d/defaults", map[string]any{"unique_for_ms": nil})); s.Defaults != nil {
+		t.Errorf("clearing the defaults answered %+v", s.Defaults)
+	}
+	if s := topicOf(e.call("GET", "/v1/topics/d", nil)); s.Defaults != nil {
+		t.Errorf("the topic after clearing its defaults: %+v", s.Defaults)
+	}
+}

@@ -195,7 +195,7 @@ func invalidf(field, format string, args ...any) error {
 
 // wireFields names the library's fields as the API does, where the two differ.
 var wireFields = map[string]string{"delay": "delay_ms", "ttr": "ttr_ms", "wait": "wait_ms", "backoff": "backoff_ms",
-	"period": "period_ms"}
+	"period": "period_ms", "unique_for": "unique_for_ms"}
 
 // wireField returns the API's name of a library field: delay is delay_ms, backoff[2] is
 // backoff_ms[2], and a field of a schedule's job template keeps its prefix: job.ttr is

@@ -72,6 +72,8 @@ var beyondSchema = map[string]string{
 	"reschedule dead":                    "the state of the store",
 	"reschedule unknown":                 "the state of the store",
 	"duplicate id":                       "the state of the store",
+	"replace a reserved job":             "the state of the store",
+	"replace a dead job":                 "the state of the store",
 	"get unknown job":                    "the state of the store",
 	"get job of unknown topic":           "the state of the store",
 	"cancel unknown job":                 "the state of the store",

@@ -76,6 +76,15 @@ func (a *api) scheduleSpec(ctx context.Context, q *apiv1.ScheduleRequest) (delay
 	}
 	var err error
 	if q.Job != nil {
+		// Each tick's job is enqueued once, under the schedule's own id for the tick: there is
+		// no later enqueue of it for an id kept taken to refuse, and no job of another's to
+		// keep or replace.
+		switch {
+		case q.Job.UniqueForMs != nil:
+			return s, invalidf("job.unique_for_ms", "a tick's job is enqueued once, with an id of its own (<name>@<tick time>)")
+		case q.Job.OnConflict != nil:
+			return s, invalidf("job.on_conflict", "a tick's job is enqueued once, with an id of its own (<name>@<tick time>)")
+		}
 		if s.Job, err = specOf(q.Job); err != nil {
 			return s, inJob(err)
 		}

@@ -119,7 +119,7 @@ func storeError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, delayq.ErrNotFound), errors.Is(err, delayq.ErrLeaseLost), errors.Is(err, delayq.ErrWrongState):
+	case errors.Is(err, delayq.ErrNotFound), errors.Is(err, delayq.ErrDone), errors.Is(err, delayq.ErrLeaseLost), errors.Is(err, delayq.ErrWrongState):
 		return proto.ErrNotFound
 	case errors.Is(err, delayq.ErrTooLarge):
 		return proto.ErrJobTooBig
@@ -188,8 +188,9 @@ func (b *Backend) find(ctx context.Context, n uint64) (store.BeanstalkdJob, *del
 		return ref, nil, storeError(err)
 	}
 	j, err := b.c.Get(ctx, ref.Topic, ref.ID)
-	if errors.Is(err, delayq.ErrNotFound) {
-		// Gone by another way (acked over HTTP, say): the id names nothing any more.
+	if errors.Is(err, delayq.ErrNotFound) || errors.Is(err, delayq.ErrDone) {
+		// Gone by another way (acked over HTTP, say): the id names nothing any more, even
+		// while the job's own id stays taken for its unique_for.
 		_ = b.st.ForgetBeanstalkdID(ctx, n, ref)
 	}
 	return ref, j, storeError(err)
