@@ -18,12 +18,13 @@ local n = 0
 local lanes = {}
 for _, id in ipairs(rec[4]) do
   local token = lease_token(ARGV[4], id)
-  if redis.call('HGET', LEASES, id) == token then
+  local h = redis.call('HGET', LEASES, id)
+  if h == token or h == token .. '+' then
     local job = redis.call('HGET', JOBS, id)
     if job then
       unlease(id, job)
       -- Nobody received it: its start does not count against the rate limit.
-      redis.call('ZREM', STARTS, token)
+      redis.call('ZREM', STARTS, h)
       local _, _, callback = cmsgpack.unpack_limit(job, 2)
       if callback then lanes.push = true else lanes.pull = true end
       n = n + 1

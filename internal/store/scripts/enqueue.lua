@@ -225,6 +225,9 @@ for i = 0, n - 1 do
       add(out, 0, 0, 0)
     else
       whole = true
+      -- A job this call added comes first: it is due as asked before it is kept or replaced.
+      bulk('ZADD', DELAYED, scheduled)
+      scheduled = {}
       -- keep and replace come with the script only when a job asks for them (lib_conflict.lua):
       -- the functions a script defines cost every call of it.
       if conflict == 1 then

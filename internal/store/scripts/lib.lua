@@ -70,6 +70,8 @@ local F_PRINT, F_SHORT_PRINT = 19, 16
 local NFIELDS = 19
 local PRINT_LEN = 12
 local PRINT_TAG = 0xa0 + PRINT_LEN -- MessagePack's fixstr of PRINT_LEN bytes
+-- MARKS ends the lease of a job whose end may leave a marker, in the leases hash (see held).
+local MARKS = 43 -- '+'
 
 -- The ends of a job an ended marker tells (mark_ended); the Go store names them (endOutcome).
 local END_ACKED, END_DEAD, END_CANCELLED = 1, 2, 3
@@ -205,7 +207,11 @@ local function mark_ended(key, outcome, rec, bare)
   if tagged then
     local j = pack_values(cmsgpack.unpack(rec))
     if j.n > F_MAX_SNOOZES then print = j[j.n] end
-    if j.n == F_PRINT then unique = j[F_UNIQUE_FOR] or 0 end
+    if j.n == F_PRINT then
+      unique = j[F_UNIQUE_FOR] or 0
+      -- A replaced job's fingerprint is the replace's, which a retry of it counts from.
+      created = j[F_REPLACED_AT] or created
+    end
   end
   if print == '' and not bare then return end
   local left = unique
@@ -361,6 +367,7 @@ end
 local function reply(id, rec)
   local lease = redis.call('HGET', LEASES, id)
   if lease then
+    if string.byte(lease, -1) == MARKS then lease = string.sub(lease, 1, -2) end
     return {id, rec, S_RESERVED, lease, tonumber(redis.call('ZSCORE', RESERVED, id))}
   end
   local state = S_READY
@@ -379,6 +386,14 @@ local function lease_token(prefix, id)
   return string.sub(redis.sha1hex(prefix .. '/' .. id), 1, 24)
 end
 
+-- held returns what the leases hash keeps for a lease token of a job whose record is rec: the
+-- token, and '+' (MARKS) after it when the record may hold a fingerprint, whose end leaves a
+-- marker (mark_ended). So the ack of a job that cannot leave one reads no record.
+local function held(token, rec)
+  if string.byte(rec, -PRINT_LEN - 1) == PRINT_TAG then return token .. '+' end
+  return token
+end
+
 -- unlease puts a leased job back in its ready set as if it had never been leased: the attempt
 -- does not count and it keeps its place among the due jobs. rec is its record.
 local function unlease(id, rec)
@@ -390,11 +405,17 @@ local function unlease(id, rec)
   redis.call('ZADD', set, string.format('%d', ready_score(priority, created + delay)), id)
 end
 
--- owned tells whether lease is the job's current, unexpired lease.
+-- owned tells whether lease is the job's current, unexpired lease: false when not, else 2 when
+-- the job's end may leave a marker (see held), 1 when it cannot.
 local function owned(id, lease)
-  if redis.call('HGET', LEASES, id) ~= lease then return false end
+  local h = redis.call('HGET', LEASES, id)
+  local marks = 1
+  if h ~= lease then
+    if h ~= lease .. '+' then return false end
+    marks = 2
+  end
   local deadline = redis.call('ZSCORE', RESERVED, id)
-  return deadline and tonumber(deadline) >= NOW
+  return deadline and tonumber(deadline) >= NOW and marks
 end
 
 -- pending tells whether the job is neither reserved nor dead.
@@ -408,13 +429,14 @@ end
 -- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
 -- one (the job is then left as it is).
 local function ack_leases(first, ended)
-  local out, done, pair = {}, {}, ended and {}
+  local out, done, pair, marks = {}, {}, ended and {}, ended and {}
   for i = first, #ARGV - 1, 2 do
     local id = ARGV[i]
-    if not done[id] and owned(id, ARGV[i + 1]) then
+    local o = not done[id] and owned(id, ARGV[i + 1])
+    if o then
       done[id] = true
       done[#done + 1] = id
-      if pair then pair[#done] = #out end
+      if pair then pair[#done], marks[#done] = #out, o == 2 end
       out[#out + 1] = 1
     else
       out[#out + 1] = 0
@@ -422,18 +444,21 @@ local function ack_leases(first, ended)
   end
   -- The records are read before they go, and archived and marked after: over maxmemory Redis
   -- refuses a script whose first write may grow memory (XADD, SET), and acks must free memory
-  -- then.
+  -- then. Only the records of jobs whose end may leave a marker are read for it.
   local recs = {}
   if ARCHIVE ~= 0 or ended then
-    for k, id in ipairs(done) do recs[k] = redis.call('HGET', JOBS, id) end
+    for k, id in ipairs(done) do
+      if ARCHIVE ~= 0 or marks[k] then recs[k] = redis.call('HGET', JOBS, id) end
+    end
   end
   bulk('HDEL', JOBS, done)
   bulk('HDEL', LEASES, done)
   bulk('ZREM', RESERVED, done)
-  for k = 1, #recs do
-    if recs[k] then
-      if ARCHIVE ~= 0 then archive('acked', done[k], recs[k], attempts_of(recs[k]) + 1) end
-      if ended then mark_ended(KEYS[ended + pair[k]], END_ACKED, recs[k]) end
+  for k = 1, #done do
+    local rec = recs[k]
+    if rec then
+      if ARCHIVE ~= 0 then archive('acked', done[k], rec, attempts_of(rec) + 1) end
+      if ended and marks[k] then mark_ended(KEYS[ended + pair[k]], END_ACKED, rec) end
     end
   end
   return out

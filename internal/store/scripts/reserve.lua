@@ -25,7 +25,8 @@ local SECRET = ARGV[7]
 local function leased(out, ids)
   for _, id in ipairs(ids) do
     local token = lease_token(SECRET, id)
-    if redis.call('HGET', LEASES, id) == token then
+    local h = redis.call('HGET', LEASES, id)
+    if h == token or h == token .. '+' then
       local rec = redis.call('HGET', JOBS, id)
       if rec then
         out[#out + 1] = {id, rec, S_RESERVED, token, tonumber(redis.call('ZSCORE', RESERVED, id))}
@@ -73,7 +74,7 @@ if #ids > 0 then
       local lease = lease_token(SECRET, id)
       taken[#taken + 1] = id
       leases[#leases + 1] = id
-      leases[#leases + 1] = lease
+      leases[#leases + 1] = held(lease, rec)
       deadlines[#deadlines + 1] = string.format('%d', NOW + ttr)
       deadlines[#deadlines + 1] = id
       if earliest == nil or NOW + ttr < earliest then earliest = NOW + ttr end

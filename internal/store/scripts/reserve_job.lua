@@ -8,7 +8,9 @@ local id = ARGV[4]
 local token = lease_token(ARGV[5], id)
 local function leased_now()
   local rec = redis.call('HGET', JOBS, id)
-  if not rec or redis.call('HGET', LEASES, id) ~= token then return false end
+  if not rec then return false end
+  local h = redis.call('HGET', LEASES, id)
+  if h ~= token and h ~= token .. '+' then return false end
   return {id, rec, S_RESERVED, token, tonumber(redis.call('ZSCORE', RESERVED, id))}
 end
 if recorded() then return leased_now() end
@@ -25,7 +27,7 @@ end
 local _, _, _, ttr = cmsgpack.unpack_limit(rec, 3)
 local deadline = NOW + ttr
 local rhead = lease_head()
-redis.call('HSET', LEASES, id, token)
+redis.call('HSET', LEASES, id, held(token, rec))
 redis.call('ZADD', RESERVED, deadline, id)
 -- A lease that ends before any other is announced (see reserve.lua).
 announce_lease(rhead, deadline)
