@@ -181,3 +181,195 @@ func TestUniqueForNeedsAnID(t *testing.T) {
 		}
 	}
 }
+
+// A job that takes its unique_for from a default says so in the enqueue's answer, as Get does.
+func TestUniqueForDefaultShowsInTheEnqueueAnswer(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{UniqueFor: time.Hour})
+	ctx := testContext(t)
+	if err := c.SetTopicDefaults(ctx, "topic-default", TopicDefaults{UniqueFor: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for topic, want := range map[string]time.Duration{"client-default": time.Hour, "topic-default": time.Minute} {
+		j := mustEnqueue(t, c, topic, Spec{ID: "x", Body: []byte("a")})
+		got, err := c.Get(ctx, topic, "x")
+		if err != nil || got.UniqueFor != want || j.UniqueFor != want {
+			t.Errorf("%s: the enqueue answered UniqueFor %v, Get %v (%v); want %v", topic, j.UniqueFor, got.UniqueFor, err, want)
+		}
+	}
+}
+
+// A dead job put back and then acked keeps its id taken for its unique_for from the ack.
+func TestUniqueForOfADeadJobRequeuedAndAcked(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "order-1", Body: []byte("a"), UniqueFor: time.Hour})
+	ends[2].end(t, c) // dead
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "order-1", Body: []byte("b")}); !errors.Is(err, ErrDone) {
+		t.Fatalf("an enqueue of a dead job's id = %v, want ErrDone", err)
+	}
+	advance(c, 30*time.Minute)
+	if n, err := c.RequeueDead(ctx, "t", []string{"order-1"}); err != nil || n != 1 {
+		t.Fatalf("RequeueDead = %d, %v", n, err)
+	}
+	ends[0].end(t, c) // acked
+	// An hour and a quarter after it died, three quarters of one after the ack.
+	advance(c, 45*time.Minute)
+	_, err := c.Enqueue(ctx, "t", Spec{ID: "order-1", Body: []byte("b")})
+	var done *DoneError
+	if !errors.As(err, &done) || done.Outcome != "acked" {
+		t.Errorf("an enqueue 45m after the ack = %v, want a DoneError saying acked", err)
+	}
+}
+
+// The bounds of unique_for: 1 ms keeps the id taken no longer; the largest, MaxDelay (ten
+// years), keeps it that long.
+func TestUniqueForBounds(t *testing.T) {
+	t.Parallel()
+	c, rdb := newTestClient(t, Config{})
+	ctx := testContext(t)
+	const tenYears = 10 * 365 * 24 * time.Hour
+	mustEnqueue(t, c, "long", Spec{ID: "x", Body: []byte("a"), UniqueFor: tenYears})
+	if _, err := c.Enqueue(ctx, "long", Spec{ID: "y", Body: []byte("a"), UniqueFor: tenYears + time.Millisecond}); err == nil {
+		t.Error("a unique_for above MaxDelay was taken")
+	}
+	j := reserveOne(t, c, "long", 0)
+	if err := c.Ack(ctx, j.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := rdb.PTTL(ctx, c.store.Partition("long", 0).Ended("x")).Result()
+	if err != nil || ttl < tenYears-time.Minute {
+		t.Errorf("the ended marker lives %v (%v), want ten years", ttl, err)
+	}
+	advance(c, tenYears-time.Hour)
+	if _, err := c.Enqueue(ctx, "long", Spec{ID: "x", Body: []byte("b")}); !errors.Is(err, ErrDone) {
+		t.Errorf("an enqueue an hour before the ten years pass = %v, want ErrDone", err)
+	}
+
+	mustEnqueue(t, c, "short", Spec{ID: "x", Body: []byte("a"), UniqueFor: time.Microsecond})
+	j = reserveOne(t, c, "short", 0)
+	if err := c.Ack(ctx, j.Lease()); err != nil {
+		t.Fatal(err)
+	}
+	advance(c, time.Millisecond)
+	if _, err := c.Enqueue(ctx, "short", Spec{ID: "x", Body: []byte("b")}); err != nil {
+		t.Errorf("an enqueue 1 ms after the end, with a unique_for of 1 ms = %v, want a new job", err)
+	}
+}
+
+// Within its unique_for, an id's job is gone: Get answers how it ended, a cancel says so too,
+// and neither brings it back nor moves its end.
+func TestUniqueForTombstoneAnswersGetAndCancel(t *testing.T) {
+	t.Parallel()
+	for _, e := range ends {
+		if e.name == "dead" {
+			continue
+		}
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := newTestClient(t, Config{})
+			ctx := testContext(t)
+			mustEnqueue(t, c, "t", Spec{ID: "order-1", Body: []byte("a"), UniqueFor: time.Hour})
+			e.end(t, c)
+			var done *DoneError
+			if _, err := c.Get(ctx, "t", "order-1"); !errors.As(err, &done) {
+				t.Fatalf("Get = %v, want a DoneError", err)
+			}
+			endedAt := done.EndedAt
+			advance(c, 10*time.Minute) // past the replay window
+			err := c.Cancel(ctx, "t", "order-1")
+			var ended *EndedError
+			switch {
+			case e.outcome == "cancelled" && err != nil:
+				t.Errorf("a cancel of a cancelled job within its unique_for = %v, want nil", err)
+			case e.outcome != "cancelled" && (!errors.As(err, &ended) || ended.Outcome != e.outcome):
+				t.Errorf("a cancel within its unique_for = %v, want an EndedError saying %s", err, e.outcome)
+			}
+			if _, err := c.Get(ctx, "t", "order-1"); !errors.As(err, &done) || !done.EndedAt.Equal(endedAt) || done.Outcome != e.outcome {
+				t.Errorf("Get after the cancel = %v, want the same DoneError as before (%s at %v)", err, e.outcome, endedAt)
+			}
+		})
+	}
+}
+
+// A topic's default applies to the jobs enqueued after it is set: a job enqueued before keeps
+// what it took then, whatever the default becomes.
+func TestUniqueForTopicDefaultAppliesToJobsEnqueuedAfter(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	mustEnqueue(t, c, "t", Spec{ID: "before", Body: []byte("a")})
+	if err := c.SetTopicDefaults(ctx, "t", TopicDefaults{UniqueFor: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	mustEnqueue(t, c, "t", Spec{ID: "after", Body: []byte("a")})
+	if err := c.SetTopicDefaults(ctx, "t", TopicDefaults{}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		j := reserveOne(t, c, "t", 0)
+		if err := c.Ack(ctx, j.Lease()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance(c, time.Minute)
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "before", Body: []byte("b")}); err != nil {
+		t.Errorf("an enqueue of the id of a job enqueued before the default = %v, want a new job", err)
+	}
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "after", Body: []byte("b")}); !errors.Is(err, ErrDone) {
+		t.Errorf("an enqueue of the id of a job enqueued under the default = %v, want ErrDone", err)
+	}
+}
+
+// The replay window's promise (docs/states.md): a retry of the first enqueue answers the first
+// job until the window closes, even once another job has had the id and ended since.
+func TestRetryAnswersTheFirstJobAfterAnotherJobOfItsIDEnded(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{})
+	ctx := testContext(t)
+	first := Spec{ID: "order-1", Body: []byte("a")}
+	made := mustEnqueue(t, c, "t", first)
+	ends[0].end(t, c)
+	mustEnqueue(t, c, "t", Spec{ID: "order-1", Body: []byte("b")})
+	ends[0].end(t, c)
+	again, err := c.Enqueue(ctx, "t", first)
+	if err != nil || !again.CreatedAt.Equal(made.CreatedAt) {
+		t.Errorf("the retry of the first enqueue = %+v, %v; want the first job", again, err)
+	}
+	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Max: 5}); len(jobs) != 0 {
+		t.Errorf("the first job ran a second time")
+	}
+}
+
+// A unique_for shorter than the replay window keeps the id taken only that long, while
+// identical retries are still answered for the whole window; a longer one keeps it taken past
+// the window, and refuses even an identical retry there.
+func TestUniqueForShorterOrLongerThanTheReplayWindow(t *testing.T) {
+	t.Parallel()
+	c, _ := newTestClient(t, Config{}) // a 30 s window
+	ctx := testContext(t)
+	short := Spec{ID: "short", Body: []byte("a"), UniqueFor: 10 * time.Second}
+	long := Spec{ID: "long", Body: []byte("a"), UniqueFor: time.Minute}
+	made := map[string]*Job{"short": mustEnqueue(t, c, "t", short), "long": mustEnqueue(t, c, "t", long)}
+	for range 2 {
+		j := reserveOne(t, c, "t", 0)
+		if err := c.Ack(ctx, j.Lease()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	advance(c, 15*time.Second)
+	if j, err := c.Enqueue(ctx, "t", short); err != nil || !j.CreatedAt.Equal(made["short"].CreatedAt) {
+		t.Errorf("an identical retry within the window, past a short unique_for = %+v, %v; want the first job", j, err)
+	}
+	if j, err := c.Enqueue(ctx, "t", Spec{ID: "short", Body: []byte("b")}); err != nil || j.Existed {
+		t.Errorf("another enqueue past a short unique_for = %+v, %v; want a new job", j, err)
+	}
+	if _, err := c.Enqueue(ctx, "t", Spec{ID: "long", Body: []byte("b")}); !errors.Is(err, ErrDone) {
+		t.Errorf("another enqueue within a long unique_for = %v, want ErrDone", err)
+	}
+	advance(c, 20*time.Second) // past the window
+	if _, err := c.Enqueue(ctx, "t", long); !errors.Is(err, ErrDone) {
+		t.Errorf("an identical retry past the window, within the unique_for = %v, want ErrDone", err)
+	}
+}
