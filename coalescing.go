@@ -46,6 +46,9 @@ func (c *Client) flushEnqueues(ctx context.Context, reqs []enqueueReq) []enqueue
 				if t := r.Jobs[k].StoredTrace; t != nil {
 					j.Headers = withStoredTrace(j.Headers, t)
 				}
+				if u := r.Jobs[k].UniqueForMs; u > 0 {
+					j.UniqueForMs = u // the default it took
+				}
 				out[i].job = newJob(reqs[i].topic, j, r.Jobs[k].CreatedMs, r.Jobs[k].RunAtMs)
 			}
 		}

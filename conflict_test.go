@@ -247,35 +247,6 @@ func TestConflictReplaceCoalescedWithTheEnqueueThatAddsTheJob(t *testing.T) {
 	}
 }
 
-// A producer whose enqueue's answer was lost retries it within the replay window. Meanwhile
-// another producer replaced the job, which ran: the retry must not make the job run again.
-func TestRetryOfAnEnqueueWhoseJobWasReplacedAndRanRunsNothingTwice(t *testing.T) {
-	t.Parallel()
-	c, _ := newTestClient(t, Config{})
-	ctx := testContext(t)
-	first := Spec{ID: "x", Body: []byte("first")}
-	made := mustEnqueue(t, c, "t", first)
-	mustEnqueue(t, c, "t", Spec{ID: "x", Body: []byte("second"), OnConflict: ConflictReplace})
-	// While the replaced job waits, the retry learns that the id is stored.
-	if j, err := c.Enqueue(ctx, "t", first); err != nil && !errors.Is(err, ErrExists) {
-		t.Errorf("the retry while the replaced job waits = %+v, %v", j, err)
-	}
-	j := reserveOne(t, c, "t", 0)
-	if err := c.Ack(ctx, j.Lease()); err != nil {
-		t.Fatal(err)
-	}
-	again, err := c.Enqueue(ctx, "t", first)
-	if err != nil {
-		t.Fatalf("the retry after the job ran = %v", err)
-	}
-	if !again.CreatedAt.Equal(made.CreatedAt) {
-		t.Errorf("the retry after the job ran made a new job (created %v, the first %v)", again.CreatedAt, made.CreatedAt)
-	}
-	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Max: 5}); len(jobs) != 0 {
-		t.Errorf("job x ran a second time, with body %q", jobs[0].Body)
-	}
-}
-
 // A replace that is sent again after the job ran answers the job that ran: due when the
 // replace made it due, not when the first enqueue had.
 func TestConflictReplaceRepeatedAfterTheJobRanAnswersItsDueTime(t *testing.T) {

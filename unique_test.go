@@ -322,26 +322,6 @@ func TestUniqueForTopicDefaultAppliesToJobsEnqueuedAfter(t *testing.T) {
 	}
 }
 
-// The replay window's promise (docs/states.md): a retry of the first enqueue answers the first
-// job until the window closes, even once another job has had the id and ended since.
-func TestRetryAnswersTheFirstJobAfterAnotherJobOfItsIDEnded(t *testing.T) {
-	t.Parallel()
-	c, _ := newTestClient(t, Config{})
-	ctx := testContext(t)
-	first := Spec{ID: "order-1", Body: []byte("a")}
-	made := mustEnqueue(t, c, "t", first)
-	ends[0].end(t, c)
-	mustEnqueue(t, c, "t", Spec{ID: "order-1", Body: []byte("b")})
-	ends[0].end(t, c)
-	again, err := c.Enqueue(ctx, "t", first)
-	if err != nil || !again.CreatedAt.Equal(made.CreatedAt) {
-		t.Errorf("the retry of the first enqueue = %+v, %v; want the first job", again, err)
-	}
-	if jobs, _ := c.Reserve(ctx, "t", ReserveOptions{Max: 5}); len(jobs) != 0 {
-		t.Errorf("the first job ran a second time")
-	}
-}
-
 // A unique_for shorter than the replay window keeps the id taken only that long, while
 // identical retries are still answered for the whole window; a longer one keeps it taken past
 // the window, and refuses even an identical retry there.

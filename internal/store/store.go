@@ -229,6 +229,9 @@ type Added struct {
 	// StoredTrace, for a Repeat whose stored trace headers differ from this call's, holds
 	// them as stored: traceparent and tracestate, "" for one the job lacks.
 	StoredTrace []string
+	// UniqueForMs, for a job added with no unique_for of its own, is the default it took (0 for
+	// none).
+	UniqueForMs int64
 	// Kept and Replaced say that the id existed and the job was kept as it was, or replaced
 	// (NewJob.OnConflict): Job is the job as it is now.
 	Kept, Replaced bool
@@ -427,6 +430,9 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 	for i := range out {
 		v := vals[1+3*i:]
 		switch v[0] {
+		case addedNew:
+			out[i].RunAtMs, out[i].CreatedMs, out[i].UniqueForMs = v[1], vals[0], v[2]
+			continue
 		case addedExists:
 			out[i].Err = ErrExists
 		case addedRepeat:

@@ -11,7 +11,8 @@
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
 -- and, when a job takes a default unique_for, the caller's (ms) may follow.
 -- Returns: {now, status_1, a_1, b_1, ..., status_n, a_n, b_n[, traces[, jobs]]}; status
--- 1 = added (a and b are its run_at and created, now), 2 = the same job was added by an
+-- 1 = added (a is its run_at, created is now, and b the default unique_for it took, 0 for
+-- none), 2 = the same job was added by an
 -- identical enqueue within the replay window (a and b are the first one's run_at and created),
 -- 0 = the id exists (a and b 0), 3 = the id is taken by a job that ended within its unique_for
 -- (a is END_ACKED, END_CANCELLED or END_DEAD, b when), 4 = kept (on_conflict keep) and
@@ -57,7 +58,7 @@ local function replay()
   for _, i in ipairs(rec[2]) do existed[i] = true end
   local rs = rec[3] or {}
   for k = 1, #rs, 3 do repeats[rs[k]] = {rs[k + 1], rs[k + 2]} end
-  local traces = rec[4]
+  local traces, unique = rec[4], rec[5] or 0
   local out = {now}
   for i = 0, n - 1 do
     local a = 6 + i * 5
@@ -65,10 +66,14 @@ local function replay()
       add(out, 0, 0, 0)
     elseif repeats[i] then
       add(out, 2, repeats[i][1], repeats[i][2])
-    elseif ARGV[a + 1] ~= '' then
-      add(out, 1, now + tonumber(ARGV[a + 1]), now)
     else
-      add(out, 1, tonumber(ARGV[a + 2]), now)
+      local u = 0
+      if (string.byte(LANES, i + 1) - 48) % 8 >= 4 then u = unique end
+      if ARGV[a + 1] ~= '' then
+        add(out, 1, now + tonumber(ARGV[a + 1]), u)
+      else
+        add(out, 1, tonumber(ARGV[a + 2]), u)
+      end
     end
   end
   if traces and #traces > 0 then out[#out + 1] = traces end
@@ -164,6 +169,7 @@ for i = 0, n - 1 do
   -- call's due time: created plus the delay asked, or the run_at asked, t). One that ended
   -- within its unique_for keeps its id taken.
   local print, run_at, created, ended, ended_at = ''
+  local applied = 0 -- the default unique_for the job takes
   if printed then
     print = string.sub(tail, -PRINT_LEN)
     marker = marker + 1
@@ -180,6 +186,7 @@ for i = 0, n - 1 do
     if kind % 8 >= 4 and not run_at and not ended then
       default_unique = default_unique or
         tonumber(redis.call('HGET', SETTINGS, 'unique_for_ms') or ARGV[6 + 5 * n] or '0')
+      applied = default_unique
       if default_unique > 0 then
         -- Set before the fingerprint (at field 16 in the tail), which moves to F_PRINT.
         local cut = #tail - PRINT_LEN - 1
@@ -198,7 +205,9 @@ for i = 0, n - 1 do
     scheduled[#scheduled + 1] = string.format('%d', t)
     scheduled[#scheduled + 1] = id
     if soonest[lane] == nil or t < soonest[lane] then soonest[lane] = t end
-    add(out, 1, t, NOW)
+    out[#out + 1] = 1
+    out[#out + 1] = t
+    out[#out + 1] = applied
   else
     local headers, died, job, state
     local conflict = (kind - kind % 8) / 8
@@ -259,7 +268,9 @@ end
 if whole then
   record('whole', out)
 elseif traces then
-  record(NOW, existed, repeats, traces)
+  record(NOW, existed, repeats, traces, default_unique)
+elseif default_unique then
+  record(NOW, existed, repeats, false, default_unique)
 else
   record(NOW, existed, repeats)
 end
