@@ -30,6 +30,7 @@ func NewJob(j *delayq.Job) *Job {
 		UniqueForMs:        j.UniqueFor.Milliseconds(),
 		Replaces:           j.Replaces,
 		ReplacedAt:         timePtr(j.ReplacedAt),
+		Existed:            j.Existed,
 	}
 	out.Body, out.BodyBase64 = encodeBody(j.Body, j.Format)
 	backoff := j.Backoff

@@ -54,6 +54,10 @@ type Job struct {
 	// ReplacedAt is when the last one did (extensions); absent when none did.
 	Replaces   int   `json:"replaces,omitempty"`
 	ReplacedAt *Time `json:"replaced_at,omitempty"`
+	// Existed is true on a job an enqueue answers when its id existed and on_conflict kept or
+	// replaced the job (an extension): what a batch item says in place of a single enqueue's
+	// 200 rather than 201. Absent elsewhere.
+	Existed bool `json:"existed,omitempty"`
 }
 
 // EndedJob is what a GET of an id answers while a job that had it and ended keeps it taken

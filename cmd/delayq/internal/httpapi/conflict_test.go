@@ -96,7 +96,8 @@ func TestOnConflict(t *testing.T) {
 		map[string]any{"id": "k", "body": 2, "on_conflict": "keep"},
 		map[string]any{"id": "r", "body": 3, "on_conflict": "replace"},
 	}}).want(t, http.StatusOK))
-	if r := batch.Results; len(r) != 2 || r[0].Job == nil || string(r[0].Job.Body) != "1" || r[1].Job == nil || string(r[1].Job.Body) != "3" || r[1].Job.Replaces != 1 {
+	if r := batch.Results; len(r) != 2 || r[0].Job == nil || string(r[0].Job.Body) != "1" || !r[0].Job.Existed ||
+		r[1].Job == nil || string(r[1].Job.Body) != "3" || r[1].Job.Replaces != 1 || !r[1].Job.Existed {
 		t.Errorf("a batch that keeps then replaces answered %+v", r)
 	}
 }

@@ -46,7 +46,7 @@ func (a *api) enqueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if a.m != nil {
+	if a.m != nil && !job.Existed { // a kept or replaced job was enqueued before
 		a.m.Enqueued.WithLabelValues(topic).Inc()
 	}
 	if job.CallbackURL != "" && a.pushed != nil {
@@ -109,7 +109,9 @@ func (a *api) enqueueBatch(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 			results[i].Job = apiv1.NewJob(br.Job)
-			added++
+			if !br.Job.Existed {
+				added++
+			}
 			pushed = pushed || br.Job.CallbackURL != ""
 		}
 		if pushed && a.pushed != nil {
