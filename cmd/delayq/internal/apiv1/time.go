@@ -3,6 +3,7 @@ package apiv1
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -12,6 +13,19 @@ const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatTime writes t in TimeLayout, in UTC.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// FormatMs writes a *_ms field for people: a Go duration without zero units, such as 30s, 3m
+// or 1h30m.
+func FormatMs(ms int64) string {
+	s := (time.Duration(ms) * time.Millisecond).String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
 
 // Time is a time in an answer of the API. It is written in TimeLayout and read from any
 // RFC 3339 time.

@@ -55,3 +55,12 @@ func TestTimeReadsAnyRFC3339Time(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatMs(t *testing.T) {
+	t.Parallel()
+	for ms, want := range map[int64]string{0: "0s", 1500: "1.5s", 180000: "3m", 5400000: "1h30m", 3600000: "1h", 3601000: "1h0m1s", 54000000: "15h"} {
+		if got := FormatMs(ms); got != want {
+			t.Errorf("FormatMs(%d) = %q, want %q", ms, got, want)
+		}
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 	"unicode/utf8"
 
 	"github.com/delayq/delayq/cmd/delayq/internal/apiv1"
@@ -46,7 +45,7 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	} else {
 		row("max_snoozes", strconv.Itoa(j.MaxSnoozes))
 	}
-	row("ttr", msDuration(j.TTRMs))
+	row("ttr", apiv1.FormatMs(j.TTRMs))
 	row("priority", strconv.Itoa(j.Priority))
 	if j.BeanstalkdPriority != nil {
 		row("beanstalkd_priority", strconv.FormatUint(uint64(*j.BeanstalkdPriority), 10))
@@ -54,12 +53,12 @@ func printJob(w io.Writer, j *apiv1.Job) {
 	if len(j.BackoffMs) > 0 {
 		steps := make([]string, len(j.BackoffMs))
 		for i, ms := range j.BackoffMs {
-			steps[i] = msDuration(ms)
+			steps[i] = apiv1.FormatMs(ms)
 		}
 		row("backoff", strings.Join(steps, ","))
 	}
 	if j.UniqueForMs > 0 {
-		row("unique_for", msDuration(j.UniqueForMs))
+		row("unique_for", apiv1.FormatMs(j.UniqueForMs))
 	}
 	if j.Replaces > 0 {
 		row("replaces", strconv.Itoa(j.Replaces))
@@ -143,7 +142,7 @@ func printStats(w io.Writer, s *apiv1.TopicStats) {
 	fmt.Fprintf(tw, "reserved\t%d\n", s.Reserved)
 	fmt.Fprintf(tw, "dead\t%d\n", s.Dead)
 	fmt.Fprintf(tw, "next_run_at\t%s\n", nextRun(s.NextRunAt))
-	fmt.Fprintf(tw, "oldest_ready\t%s\n", msDuration(s.OldestReadyMs))
+	fmt.Fprintf(tw, "oldest_ready\t%s\n", apiv1.FormatMs(s.OldestReadyMs))
 	fmt.Fprintf(tw, "paused\t%t\n", s.Paused)
 	fmt.Fprintf(tw, "rate_limit\t%s\n", rateLimit(s.Limits))
 	fmt.Fprintf(tw, "concurrency_limit\t%s\n", orNone(s.Limits.Concurrency))
@@ -162,7 +161,7 @@ func defaultUniqueFor(d *apiv1.TopicDefaults) string {
 	case *d.UniqueForMs == 0:
 		return "none"
 	}
-	return msDuration(*d.UniqueForMs)
+	return apiv1.FormatMs(*d.UniqueForMs)
 }
 
 // printSchedule writes one schedule as a list of fields.
@@ -192,7 +191,7 @@ func printSchedule(w io.Writer, s *apiv1.Schedule) {
 		fmt.Fprintf(tw, "%s\t%s\n", label, t)
 	}
 	if j := s.Job; j != nil {
-		fmt.Fprintf(tw, "job\tttr %s, max_retries %d, priority %d\n", msDuration(deref(j.TTRMs)), deref(j.MaxRetries), deref(j.Priority))
+		fmt.Fprintf(tw, "job\tttr %s, max_retries %d, priority %d\n", apiv1.FormatMs(deref(j.TTRMs)), deref(j.MaxRetries), deref(j.Priority))
 		if j.CallbackURL != nil {
 			fmt.Fprintf(tw, "callback_url\t%s\n", *j.CallbackURL)
 		}
@@ -230,7 +229,7 @@ func rateLimit(l apiv1.TopicLimits) string {
 	if l.Rate == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%d per %s", l.Rate, msDuration(l.PeriodMs))
+	return fmt.Sprintf("%d per %s", l.Rate, apiv1.FormatMs(l.PeriodMs))
 }
 
 // orNone writes a limit, or "-" for 0 (none).
@@ -254,18 +253,6 @@ func bodyText(j *apiv1.Job) string {
 		return "base64:" + *j.BodyBase64
 	}
 	return oneLine(string(j.Body))
-}
-
-// msDuration writes milliseconds as a Go duration without zero units, such as 30s, 3m or 1h30m.
-func msDuration(ms int64) string {
-	s := (time.Duration(ms) * time.Millisecond).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // oneLine replaces line breaks and tabs, which would break a table.

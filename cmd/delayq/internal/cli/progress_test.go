@@ -36,12 +36,3 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress without a size drew %q", buf.String())
 	}
 }
-
-func TestMsDuration(t *testing.T) {
-	t.Parallel()
-	for ms, want := range map[int64]string{0: "0s", 1500: "1.5s", 180000: "3m", 5400000: "1h30m", 3600000: "1h", 3601000: "1h0m1s", 54000000: "15h"} {
-		if got := msDuration(ms); got != want {
-			t.Errorf("msDuration(%d) = %q, want %q", ms, got, want)
-		}
-	}
-}

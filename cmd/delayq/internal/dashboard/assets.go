@@ -103,7 +103,7 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"args":           actionArgs,
 	"limits":         limitsText,
 	"topicArgs":      topicControlsArgs,
-	"ms":             msText,
+	"ms":             apiv1.FormatMs,
 	"times":          times,
 	"uniqueFor":      uniqueForText,
 }).ParseFS(templateFiles, "templates/*.html"))

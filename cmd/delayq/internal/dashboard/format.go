@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/delayq/delayq"
+	"github.com/delayq/delayq/cmd/delayq/internal/apiv1"
 )
 
 // age writes a duration the way an operator reads it at a glance: "—" for none, then the two
@@ -64,18 +64,6 @@ func paginate(r *http.Request, n, per int) (p pager, from, to int) {
 	return p, from, min(from+per, n)
 }
 
-// msText writes milliseconds as a Go duration without zero units, such as 30s, 1h30m or 24h.
-func msText(ms int64) string {
-	s := (time.Duration(ms) * time.Millisecond).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
 // times writes how many times something happened: once, twice, 3 times.
 func times(n int) string {
 	switch n {
@@ -92,5 +80,5 @@ func uniqueForText(d time.Duration) string {
 	if d == delayq.NoUniqueFor {
 		return "none: the ids of its jobs are free once they end"
 	}
-	return msText(d.Milliseconds()) + " after its jobs end, for jobs with an id that give none"
+	return apiv1.FormatMs(d.Milliseconds()) + " after its jobs end, for jobs with an id that give none"
 }
