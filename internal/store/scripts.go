@@ -64,20 +64,25 @@ func loadScriptWith(name string, more ...string) *redis.Script {
 
 var (
 	functionStart = regexp.MustCompile(`^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
+	localStart    = regexp.MustCompile(`^local ([A-Za-z_][A-Za-z0-9_]*(?:, *[A-Za-z_][A-Za-z0-9_]*)*) *=`)
 	identifier    = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
 
-// libChunk is a top-level piece of lib.lua: a function with the comment above it, or any other
-// statement.
+// libChunk is a top-level piece of lib.lua: a function with the comment above it, a one-line
+// definition of locals ("local A, B = 1, 2"), or any other statement.
 type libChunk struct {
-	function string // the function's name; "" for a statement
+	function string   // the function's name; "" for anything else
+	locals   []string // the names a definition of locals declares
 	text     string
 }
 
-// prelude returns the statements of lib and those of its functions that body uses, directly or
-// through other functions, in lib's order. Redis runs a script's whole text on every call, and
-// making a closure costs about half a microsecond, so a script should not define the twenty
-// functions it never calls.
+// prelude returns the other statements of lib, and those of its functions and definitions of
+// locals that body uses, directly or through other functions and definitions, in lib's order.
+// Redis runs a script's whole text on every call: making a closure costs about half a
+// microsecond, and each local, a register of the script's function that closures may capture
+// as an upvalue, costs every closure made after it that captures an earlier one. So a script
+// defines neither the twenty functions it never calls nor the constants it never reads. Every
+// definition in lib must be pure (its only call, now_ms's TIME, reads), as it may be left out.
 func prelude(lib, body string) string {
 	chunks := splitLib(lib)
 	needed := map[string]bool{}
@@ -88,27 +93,41 @@ func prelude(lib, body string) string {
 	}
 	use(body)
 	for _, c := range chunks {
-		if c.function == "" {
+		if c.function == "" && c.locals == nil {
 			use(c.text)
 		}
 	}
+	kept := make([]bool, len(chunks))
 	for grew := true; grew; {
 		grew = false
-		for _, c := range chunks {
-			if c.function != "" && needed[c.function] && !needed["\x00"+c.function] {
-				needed["\x00"+c.function] = true // its own references are in
-				use(c.text)
+		for i, c := range chunks {
+			if !kept[i] && c.needed(needed) {
+				kept[i] = true
+				use(c.text) // its own references are in
 				grew = true
 			}
 		}
 	}
 	var out strings.Builder
-	for _, c := range chunks {
-		if c.function == "" || needed[c.function] {
+	for i, c := range chunks {
+		if kept[i] || (c.function == "" && c.locals == nil) {
 			out.WriteString(c.text)
 		}
 	}
 	return out.String()
+}
+
+// needed tells whether a function or definition of locals is named in needed.
+func (c libChunk) needed(needed map[string]bool) bool {
+	if c.function != "" {
+		return needed[c.function]
+	}
+	for _, name := range c.locals {
+		if needed[name] {
+			return true
+		}
+	}
+	return false
 }
 
 // withoutComments returns Lua text with its comments ("--" to the end of the line, outside
@@ -168,6 +187,11 @@ func splitLib(lib string) []libChunk {
 				}
 			} else {
 				c.text += line
+				if m := localStart.FindStringSubmatch(line); m != nil {
+					for _, name := range strings.Split(m[1], ",") {
+						c.locals = append(c.locals, strings.TrimSpace(name))
+					}
+				}
 			}
 			chunks = append(chunks, c)
 		}

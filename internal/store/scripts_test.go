@@ -10,6 +10,8 @@ func TestPreludeKeepsOnlyWhatAScriptUses(t *testing.T) {
 	lib := `-- header: unused is only named in comments
 local A = 1 -- not by unused
 local S = 'a -- string' -- and unused once more
+local B, C = A + 1, 2
+local D = 4
 
 -- helper used by used
 local function helper()
@@ -17,23 +19,25 @@ local function helper()
 end
 
 local function used()
-  return helper()
+  return helper() + B
 end
 
 -- never called
 local function unused()
-  return used()
+  return used() + D
 end
 local NOW = 5
 `
 	got := prelude(lib, "return used() -- unused, in a comment")
-	for _, want := range []string{"local A = 1", "local S = 'a -- string'", "local function helper()", "local function used()", "local NOW = 5"} {
+	for _, want := range []string{"local A = 1", "local B, C = A + 1, 2", "local function helper()", "local function used()"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("prelude lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Contains(got, "local function unused") {
-		t.Errorf("prelude keeps a function the script never calls:\n%s", got)
+	for _, unwanted := range []string{"local function unused", "local S =", "local D =", "local NOW ="} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("prelude keeps %q, which the script never uses:\n%s", unwanted, got)
+		}
 	}
 }
 
