@@ -46,7 +46,9 @@ local HISTORY, CALL, WINDOW = KEYS[11], KEYS[12], tonumber(ARGV[2])
 local ARCHIVE = tonumber(ARGV[3])
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
--- every call, and tables made per call cost garbage collection.
+-- every call, and tables made per call cost garbage collection. A local defined as a literal
+-- (or arithmetic of them) is a constant: scripts.go puts its value in place of its name, so it
+-- may never be declared again nor assigned to.
 local F_PRIORITY, F_CALLBACK, F_TTR, F_ATTEMPTS, F_CREATED, F_DELAY = 1, 2, 3, 4, 5, 6
 local F_FORMAT, F_MAX_RETRIES, F_BODY, F_BACKOFF, F_LAST_ERROR, F_DIED_AT = 7, 8, 9, 10, 11, 12
 -- F_HEADERS is a map of header name to value, absent when the job has none (never an empty
