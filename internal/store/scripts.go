@@ -302,7 +302,7 @@ func inline(text string, consts map[string]string) string {
 // table constructor ({NAME = v}). It panics when the name is assigned to otherwise.
 func field(line string, i, j int) bool {
 	before := strings.TrimRight(line[:i], " \t")
-	if strings.HasSuffix(before, ".") || strings.HasSuffix(before, ":") {
+	if strings.HasSuffix(before, ".") && !strings.HasSuffix(before, "..") || strings.HasSuffix(before, ":") {
 		return true
 	}
 	after := strings.TrimLeft(line[j:], " \t")

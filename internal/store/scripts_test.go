@@ -74,11 +74,11 @@ local B, S = 0xa0 + A, 'a, b'
 local K = KEYS[1]
 
 local function f(t)
-  return t.A, A, B, S, 'A', K -- A
+  return t.A, A, B, S, 'A', K, S..S -- A
 end
 `
 	got := assemble(lib, "return f({A = 2})")
-	for _, want := range []string{"return t.A, 1, (0xa0 + 1), 'a, b', 'A', K -- A", "local K = KEYS[1]", "return f({A = 2})"} {
+	for _, want := range []string{"return t.A, 1, (0xa0 + 1), 'a, b', 'A', K, 'a, b'..'a, b' -- A", "local K = KEYS[1]", "return f({A = 2})"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("script lacks %q:\n%s", want, got)
 		}
