@@ -54,6 +54,9 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (
 	args = appendLeases(args, rc.Acks)
 	c := write(p, rc.Call, args...)
 	c.keys = appendEnded(c.keys, p, rc.Acks)
+	if len(c.keys) == len(p.All())+1 {
+		c.variant = reserveBareScript
+	}
 	vals, err := s.run(ctx, reserveScript, c).Slice()
 	if err != nil {
 		return Reserved{}, fmt.Errorf("delayq: reserve: %w", err)
@@ -98,7 +101,11 @@ func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]
 		for _, l := range leases[i] {
 			c.keys = append(c.keys, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
 		}
+		n := len(c.keys)
 		c.keys = appendEnded(c.keys, parts[i], leases[i])
+		if len(c.keys) == n {
+			c.variant = ackBareScript
+		}
 		c.records = true
 		return c
 	})

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delayq/delayq/internal/keys"
 )
 
@@ -300,5 +302,54 @@ func TestAckLeavesATombstoneForUniqueFor(t *testing.T) {
 	t.Logf("a tombstone takes %d bytes (MEMORY USAGE)", size)
 	if size > 160 {
 		t.Errorf("a tombstone takes %d bytes, want at most 160", size)
+	}
+}
+
+// The acks of a job whose id the enqueuer made, alone or riding along with a reserve, run the
+// bare variants of ack and reserve, which leave out what only jobs with a fingerprint reach;
+// those of a job with one run the full scripts.
+func TestAcksOfUnmarkedLeasesRunBareScripts(t *testing.T) {
+	for _, printed := range []bool{false, true} {
+		s, p := newTestStore(t)
+		ctx := testCtx(t)
+		s.SetReplayWindow(30 * time.Second)
+		job := NewJob{ID: "j", TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
+		if printed {
+			job.Print = Fingerprint(job)
+		}
+		if res := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}}); res[0].Err != nil || res[0].Jobs[0].Err != nil {
+			t.Fatalf("enqueue: %+v", res[0])
+		}
+		r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePull, Max: 1, Bulk: 10})
+		if err != nil || len(r.Jobs) != 1 {
+			t.Fatalf("reserve: %v, %v", r.Jobs, err)
+		}
+		lease := Lease{ID: "j", Token: r.Jobs[0].Lease}
+		if _, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{lease}}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		// A worker's ack rides along with its next reserve.
+		if _, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "t", Lane: LanePull, Max: 1, Bulk: 10, Acks: []Lease{lease}}); err != nil {
+			t.Fatal(err)
+		}
+		// A reserve that acks nothing is bare whatever it leases.
+		for _, c := range []struct {
+			name   string
+			sc     *redis.Script
+			loaded bool
+		}{
+			{"reserve", reserveScript, printed},
+			{"ack", ackScript, printed},
+			{"bare reserve", reserveBareScript, true},
+			{"bare ack", ackBareScript, !printed},
+		} {
+			loaded, err := c.sc.Exists(ctx, s.Client()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loaded[0] != c.loaded {
+				t.Errorf("a job with a fingerprint %v: %s loaded %v, want %v", printed, c.name, loaded[0], c.loaded)
+			}
+		}
 	}
 }

@@ -41,12 +41,27 @@ func libText(name string) string {
 
 // loadScript returns the script scripts/<name>.lua with the part of its prelude it uses.
 func loadScript(name string) *redis.Script {
-	return loadScriptWith(name)
+	return loadVariant(name, nil)
 }
 
 // loadScriptWith is loadScript with more prelude files after the usual ones: a variant of the
 // script whose calls need functions the plain one goes without (see lib_conflict.lua).
 func loadScriptWith(name string, more ...string) *redis.Script {
+	return loadVariant(name, more)
+}
+
+// loadScriptWithout is loadScript less the functions named in without (of its prelude or its
+// own), and those only they use: a variant of the script for the calls that never reach them,
+// which would otherwise make their closures on every call for nothing. Such a call must not
+// reach them indeed: the variant would fail there, reading a global of that name that Redis
+// does not have.
+func loadScriptWithout(name string, without ...string) *redis.Script {
+	return loadVariant(name, nil, without...)
+}
+
+// loadVariant returns the script scripts/<name>.lua with the prelude files more after the usual
+// ones, less the functions named in without.
+func loadVariant(name string, more []string, without ...string) *redis.Script {
 	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
@@ -59,15 +74,25 @@ func loadScriptWith(name string, more ...string) *redis.Script {
 		}
 		lib += string(text) + "\n"
 	}
-	return redis.NewScript(assemble(lib, string(body)))
+	return redis.NewScript(assemble(lib, string(body), without...))
 }
 
 // assemble returns the text of a script: the part of its prelude lib that body uses, then body,
-// with the constants of lib in place of their names.
-func assemble(lib, body string) string {
+// with the constants of lib in place of their names, less the functions named in without.
+func assemble(lib, body string, without ...string) string {
 	consts := constants(splitLib(lib))
-	body = inline(body, consts)
-	return prelude(lib, body, consts) + "\n" + body
+	left := map[string]bool{}
+	for _, name := range without {
+		left[name] = true
+	}
+	var kept strings.Builder
+	for _, c := range splitLib(body) {
+		if !left[c.function] {
+			kept.WriteString(c.text)
+		}
+	}
+	body = inline(kept.String(), consts)
+	return prelude(lib, body, consts, left) + "\n" + body
 }
 
 var (
@@ -89,15 +114,15 @@ type libChunk struct {
 // prelude returns the other statements of lib, and those of its functions and definitions of
 // locals that body uses, directly or through other functions and definitions, in lib's order,
 // with consts in place of their names (body has them in place already) and their definitions
-// left out. Redis runs a script's whole text on every call, and making a closure costs about
+// left out, and never the functions in without. Redis runs a script's whole text on every call, and making a closure costs about
 // half a microsecond and more for each local it captures (see constants), so a script defines
 // neither the twenty functions it never calls nor the locals it never reads. Every definition
 // in lib must be pure (its only call, now_ms's TIME, reads), as it may be left out.
-func prelude(lib, body string, consts map[string]string) string {
+func prelude(lib, body string, consts map[string]string, without map[string]bool) string {
 	chunks := splitLib(lib)
 	for i, c := range chunks {
-		if c.constant(consts) {
-			chunks[i] = libChunk{} // in place everywhere: nothing names it
+		if c.constant(consts) || without[c.function] {
+			chunks[i] = libChunk{} // in place everywhere, or left out: never kept
 			continue
 		}
 		chunks[i].text = inline(c.text, consts)
@@ -344,7 +369,7 @@ func withoutComments(text string) string {
 	return out.String()
 }
 
-// splitLib cuts lib.lua into top-level chunks. A function runs from its "local function" line to
+// splitLib cuts lib.lua (or a script) into top-level chunks, which make up its whole text. A function runs from its "local function" line to
 // the first line that is exactly "end"; comment lines directly above a chunk belong to it.
 func splitLib(lib string) []libChunk {
 	var chunks []libChunk

@@ -2,6 +2,7 @@ package store
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,7 +29,7 @@ local function unused()
 end
 local NOW = 5
 `
-	got := prelude(lib, "return used() -- unused, in a comment", nil)
+	got := prelude(lib, "return used() -- unused, in a comment", nil, nil)
 	for _, want := range []string{"local A = 1", "local B, C = A + 1, 2", "local function helper()", "local function used()"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("prelude lacks %q:\n%s", want, got)
@@ -42,7 +43,8 @@ local NOW = 5
 }
 
 // TestEveryScriptGetsWhatItCalls loads each script's prelude from its real library files and
-// checks that every library function a script's text names is defined in it.
+// checks that every library function a script's text names is defined in it, and that a bare
+// variant (bareWithout) defines all of them but those it leaves out, and none of those.
 func TestEveryScriptGetsWhatItCalls(t *testing.T) {
 	entries, _ := scriptFiles.ReadDir("scripts")
 	for _, e := range entries {
@@ -51,20 +53,80 @@ func TestEveryScriptGetsWhatItCalls(t *testing.T) {
 			continue
 		}
 		lib := libText(name)
+		body, _ := scriptFiles.ReadFile("scripts/" + e.Name())
 		var defined []string
-		for _, c := range splitLib(lib) {
+		for _, c := range append(splitLib(lib), splitLib(string(body))...) {
 			if c.function != "" {
 				defined = append(defined, c.function)
 			}
 		}
-		body, _ := scriptFiles.ReadFile("scripts/" + e.Name())
-		code := withoutComments(assemble(lib, string(body)))
-		for _, fn := range defined {
-			called := regexp.MustCompile(`(^|[^A-Za-z0-9_.])` + fn + `\(`).MatchString(code)
-			if called && !strings.Contains(code, "local function "+fn+"(") {
-				t.Errorf("%s calls %s but its prelude does not define it", e.Name(), fn)
+		variants := map[string][]string{e.Name(): nil}
+		if without, ok := bareWithout[name]; ok {
+			variants[e.Name()+" (bare)"] = without
+		}
+		for variant, without := range variants {
+			code := withoutComments(assemble(lib, string(body), without...))
+			for _, fn := range defined {
+				called := regexp.MustCompile(`(^|[^A-Za-z0-9_.])` + fn + `\(`).MatchString(code)
+				has := strings.Contains(code, "local function "+fn+"(")
+				switch left := slices.Contains(without, fn); {
+				case left && has:
+					t.Errorf("%s defines %s, which it leaves out", variant, fn)
+				case !left && called && !has:
+					t.Errorf("%s calls %s but does not define it", variant, fn)
+				}
+			}
+			for _, fn := range without {
+				if !slices.Contains(defined, fn) {
+					t.Errorf("%s leaves out %s, which it never defines", variant, fn)
+				}
 			}
 		}
+	}
+}
+
+// A script assembled without some functions leaves out those and what only they use, of its
+// prelude and of its own text, and keeps the rest of its text as it was.
+func TestAssembleLeavesOutFunctions(t *testing.T) {
+	lib := `local function rare_helper()
+  return 1
+end
+
+local function shared()
+  return 2
+end
+
+local function rare()
+  return rare_helper() + shared()
+end
+`
+	body := `local n = 1
+
+-- own_rare is rarely called.
+local function own_rare()
+  return rare()
+end
+
+local function own()
+  return shared()
+end
+
+if n == 0 then return own_rare() end
+return own()
+`
+	got := assemble(lib, body, "rare", "own_rare")
+	for _, want := range []string{"local function shared()", "local function own()", "local n = 1\n", "if n == 0 then return own_rare() end\nreturn own()\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("script lacks %q:\n%s", want, got)
+		}
+	}
+	for _, unwanted := range []string{"local function rare(", "local function rare_helper(", "local function own_rare(", "own_rare is rarely"} {
+		if strings.Contains(got, unwanted) {
+			t.Errorf("script keeps %q, which it leaves out:\n%s", unwanted, got)
+		}
+	}
+	if whole := assemble(lib, body); !strings.HasSuffix(whole, "\n"+body) {
+		t.Errorf("a script assembled without leaving anything out changed its own text:\n%s", whole)
 	}
 }
 
