@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -52,8 +53,9 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (
 	args = append(args, string(rc.Lane), rc.Max, rc.MaxBytes, rc.Secret, rc.Bulk, rc.TTRMs)
 	args = appendLeases(args, rc.Acks)
 	c := write(p, rc.Call, args...)
-	for _, l := range rc.Acks {
-		c.keys = append(c.keys, p.Ended(l.ID))
+	c.keys = appendEnded(c.keys, p, rc.Acks)
+	if len(c.keys) == len(p.All())+1 {
+		c.variant = reserveBareScript
 	}
 	vals, err := s.run(ctx, reserveScript, c).Slice()
 	if err != nil {
@@ -99,8 +101,10 @@ func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]
 		for _, l := range leases[i] {
 			c.keys = append(c.keys, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
 		}
-		for _, l := range leases[i] {
-			c.keys = append(c.keys, parts[i].Ended(l.ID))
+		n := len(c.keys)
+		c.keys = appendEnded(c.keys, parts[i], leases[i])
+		if len(c.keys) == n {
+			c.variant = ackBareScript
 		}
 		c.records = true
 		return c
@@ -120,6 +124,22 @@ func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]
 	}
 	return out, errs
 }
+
+// appendEnded appends to keys the ended markers (keys.Partition.Ended) of the jobs of leases
+// that may leave one when acked: those of marked leases.
+func appendEnded(keys []string, p keys.Partition, leases []Lease) []string {
+	for _, l := range leases {
+		if markedLease(l.Token) {
+			keys = append(keys, p.Ended(l.ID))
+		}
+	}
+	return keys
+}
+
+// markedLease tells whether token is a marked lease token (lib.lua's held): its job's record
+// may hold a fingerprint, so its ack may leave an ended marker. Any other ack (a job whose id
+// the enqueuer made) needs no marker's key, nor a read of its record.
+func markedLease(token string) bool { return strings.HasSuffix(token, "+") }
 
 func appendLeases(args []any, leases []Lease) []any {
 	for _, l := range leases {

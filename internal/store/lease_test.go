@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/delayq/delayq/internal/keys"
 )
 
@@ -146,6 +148,51 @@ func TestReleaseAtATime(t *testing.T) {
 	}
 }
 
+// A job whose id the enqueuer made has an unmarked lease token: its ack is given no ended
+// marker's key and leaves none, while the marked leases acked beside it still find theirs, in
+// order.
+func TestUnmarkedLeasesAckWithoutMarkers(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetReplayWindow(30 * time.Second)
+	rdb := s.Client()
+	named := NewJob{ID: "named", TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
+	named.Print = Fingerprint(named)
+	res := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{
+		{ID: "made", TTRMs: 30000, MaxRetries: 3, Body: []byte("x")},
+		named,
+	}})
+	if res[0].Err != nil {
+		t.Fatal(res[0].Err)
+	}
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePull, Max: 2, Bulk: 10})
+	if err != nil || len(r.Jobs) != 2 {
+		t.Fatalf("reserve: %v, %v", r.Jobs, err)
+	}
+	leases := map[string]Lease{}
+	for _, j := range r.Jobs {
+		leases[j.ID] = Lease{ID: j.ID, Token: j.Lease}
+		if marked := markedLease(j.Lease); marked != (j.ID == "named") {
+			t.Errorf("%s's lease %q: marked %v, want %v", j.ID, j.Lease, marked, !marked)
+		}
+	}
+	if got := appendEnded(nil, p, []Lease{leases["made"], leases["named"]}); len(got) != 1 || got[0] != p.Ended("named") {
+		t.Errorf("the ack of made and named is given the markers %q, want named's alone", got)
+	}
+	acked, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{leases["made"], leases["named"]}})
+	if errs[0] != nil || acked[0][0] != nil || acked[0][1] != nil {
+		t.Fatalf("ack: %v, %v", acked, errs)
+	}
+	for id, want := range map[string]int64{"made": 0, "named": 1} {
+		if n, err := rdb.Exists(ctx, p.Ended(id)).Result(); err != nil || n != want {
+			t.Errorf("%s: %d ended markers (%v), want %d", id, n, err, want)
+		}
+	}
+	if c := counts(t, s, p); c.Reserved != 0 {
+		t.Errorf("%d jobs still reserved after their acks", c.Reserved)
+	}
+}
+
 // An ack, whether on its own or riding with a reserve, leaves an ended marker for a job with a
 // fingerprint, expiring when the replay window of the job's creation closes, and none for a
 // job without one (even one whose record ends as a fingerprint would) or when the job is
@@ -255,5 +302,54 @@ func TestAckLeavesATombstoneForUniqueFor(t *testing.T) {
 	t.Logf("a tombstone takes %d bytes (MEMORY USAGE)", size)
 	if size > 160 {
 		t.Errorf("a tombstone takes %d bytes, want at most 160", size)
+	}
+}
+
+// The acks of a job whose id the enqueuer made, alone or riding along with a reserve, run the
+// bare variants of ack and reserve, which leave out what only jobs with a fingerprint reach;
+// those of a job with one run the full scripts.
+func TestAcksOfUnmarkedLeasesRunBareScripts(t *testing.T) {
+	for _, printed := range []bool{false, true} {
+		s, p := newTestStore(t)
+		ctx := testCtx(t)
+		s.SetReplayWindow(30 * time.Second)
+		job := NewJob{ID: "j", TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
+		if printed {
+			job.Print = Fingerprint(job)
+		}
+		if res := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}}); res[0].Err != nil || res[0].Jobs[0].Err != nil {
+			t.Fatalf("enqueue: %+v", res[0])
+		}
+		r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePull, Max: 1, Bulk: 10})
+		if err != nil || len(r.Jobs) != 1 {
+			t.Fatalf("reserve: %v, %v", r.Jobs, err)
+		}
+		lease := Lease{ID: "j", Token: r.Jobs[0].Lease}
+		if _, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{lease}}); errs[0] != nil {
+			t.Fatal(errs[0])
+		}
+		// A worker's ack rides along with its next reserve.
+		if _, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "t", Lane: LanePull, Max: 1, Bulk: 10, Acks: []Lease{lease}}); err != nil {
+			t.Fatal(err)
+		}
+		// A reserve that acks nothing is bare whatever it leases.
+		for _, c := range []struct {
+			name   string
+			sc     *redis.Script
+			loaded bool
+		}{
+			{"reserve", reserveScript, printed},
+			{"ack", ackScript, printed},
+			{"bare reserve", reserveBareScript, true},
+			{"bare ack", ackBareScript, !printed},
+		} {
+			loaded, err := c.sc.Exists(ctx, s.Client()).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loaded[0] != c.loaded {
+				t.Errorf("a job with a fingerprint %v: %s loaded %v, want %v", printed, c.name, loaded[0], c.loaded)
+			}
+		}
 	}
 }

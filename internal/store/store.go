@@ -48,6 +48,21 @@ var (
 	purgeScript       = loadScript("purge")
 )
 
+// bareWithout names what the bare variants of reserve and ack leave out (see
+// loadScriptWithout): mark_ended and the functions only it uses, whose closures the full
+// scripts make on every call. A bare variant runs the calls given no ended marker
+// (keys.Partition.Ended): the acks, or reserves with acks riding along, of unmarked leases
+// only (lib.lua's held), whose jobs leave none.
+var bareWithout = map[string][]string{
+	"reserve": {"mark_ended"},
+	"ack":     {"mark_ended"},
+}
+
+var (
+	reserveBareScript = loadScriptWithout("reserve", bareWithout["reserve"]...)
+	ackBareScript     = loadScriptWithout("ack", bareWithout["ack"]...)
+)
+
 // Store runs delayq's scripts against one Redis deployment.
 type Store struct {
 	rdb redis.UniversalClient
@@ -151,7 +166,8 @@ type script struct {
 	// records says whether KEYS holds a call record, which ARGV[2] then keeps for the window.
 	records bool
 	// variant, when set, is the script to run instead of the one the call is made with: a
-	// variant of it that this call needs (upsertScript).
+	// variant of it that this call needs (upsertScript), or that is enough for it (a bare
+	// one, see bareWithout).
 	variant *redis.Script
 }
 

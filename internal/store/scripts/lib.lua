@@ -20,8 +20,8 @@
 --                      waiting to be archived, while archiving is on (ARGV[3])
 --   KEYS[12] call      STRING this call's recorded outcome (scripts that change state only)
 -- A script that ends jobs named in its call (ack, reserve's acks, cancel, dead_delete by id)
--- is given, while the replay window is on, each job's ended marker (Partition.Ended, STRING)
--- after its other keys; its header says where (see mark_ended).
+-- is given the ended marker (Partition.Ended, STRING) of each job that may leave one after its
+-- other keys (an ack, of each marked lease: see held); its header says where (see mark_ended).
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
 -- ARGV[2] is always the replay window in ms: a script that changed something records its outcome
@@ -46,7 +46,9 @@ local HISTORY, CALL, WINDOW = KEYS[11], KEYS[12], tonumber(ARGV[2])
 local ARCHIVE = tonumber(ARGV[3])
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on
--- every call, and tables made per call cost garbage collection.
+-- every call, and tables made per call cost garbage collection. A local defined as a literal
+-- (or arithmetic of them) is a constant: scripts.go puts its value in place of its name, so it
+-- may never be declared again nor assigned to.
 local F_PRIORITY, F_CALLBACK, F_TTR, F_ATTEMPTS, F_CREATED, F_DELAY = 1, 2, 3, 4, 5, 6
 local F_FORMAT, F_MAX_RETRIES, F_BODY, F_BACKOFF, F_LAST_ERROR, F_DIED_AT = 7, 8, 9, 10, 11, 12
 -- F_HEADERS is a map of header name to value, absent when the job has none (never an empty
@@ -70,7 +72,7 @@ local F_PRINT, F_SHORT_PRINT = 19, 16
 local NFIELDS = 19
 local PRINT_LEN = 12
 local PRINT_TAG = 0xa0 + PRINT_LEN -- MessagePack's fixstr of PRINT_LEN bytes
--- MARKS ends the lease of a job whose end may leave a marker, in the leases hash (see held).
+-- MARKS ends the lease token of a job whose end may leave a marker (see held).
 local MARKS = 43 -- '+'
 
 -- The ends of a job an ended marker tells (mark_ended); the Go store names them (endOutcome).
@@ -367,7 +369,6 @@ end
 local function reply(id, rec)
   local lease = redis.call('HGET', LEASES, id)
   if lease then
-    if string.byte(lease, -1) == MARKS then lease = string.sub(lease, 1, -2) end
     return {id, rec, S_RESERVED, lease, tonumber(redis.call('ZSCORE', RESERVED, id))}
   end
   local state = S_READY
@@ -386,9 +387,10 @@ local function lease_token(prefix, id)
   return string.sub(redis.sha1hex(prefix .. '/' .. id), 1, 24)
 end
 
--- held returns what the leases hash keeps for a lease token of a job whose record is rec: the
--- token, and '+' (MARKS) after it when the record may hold a fingerprint, whose end leaves a
--- marker (mark_ended). So the ack of a job that cannot leave one reads no record.
+-- held returns the lease token of a job whose record is rec, made of token: token, and '+'
+-- (MARKS) after it when the record may hold a fingerprint, whose end leaves a marker
+-- (mark_ended). The leases hash keeps it and the job's consumer is given it, so the ack of a
+-- job that cannot leave one is given no marker's key and reads no record (ack_leases).
 local function held(token, rec)
   if string.byte(rec, -PRINT_LEN - 1) == PRINT_TAG then return token .. '+' end
   return token
@@ -405,17 +407,11 @@ local function unlease(id, rec)
   redis.call('ZADD', set, string.format('%d', ready_score(priority, created + delay)), id)
 end
 
--- owned tells whether lease is the job's current, unexpired lease: false when not, else 2 when
--- the job's end may leave a marker (see held), 1 when it cannot.
+-- owned tells whether lease is the job's current, unexpired lease.
 local function owned(id, lease)
-  local h = redis.call('HGET', LEASES, id)
-  local marks = 1
-  if h ~= lease then
-    if h ~= lease .. '+' then return false end
-    marks = 2
-  end
+  if redis.call('HGET', LEASES, id) ~= lease then return false end
   local deadline = redis.call('ZSCORE', RESERVED, id)
-  return deadline and tonumber(deadline) >= NOW and marks
+  return deadline and tonumber(deadline) >= NOW
 end
 
 -- pending tells whether the job is neither reserved nor dead.
@@ -424,19 +420,24 @@ local function pending(id)
 end
 
 -- ack_leases acks the (id, lease) pairs of ARGV from position first on. ended, when given, is
--- the position in KEYS of the first pair's ended marker, the others' following in order
--- (mark_ended). Records are read only when archiving or marking.
+-- the position in KEYS of the ended marker (mark_ended) of the first pair whose lease is marked
+-- (held), those of the other such pairs following in order; the job of an unmarked lease
+-- leaves none. Records are read only when archiving or marking.
 -- Returns one value per pair: 1 when acked, 0 when the lease is not the job's current, unexpired
 -- one (the job is then left as it is).
 local function ack_leases(first, ended)
-  local out, done, pair, marks = {}, {}, ended and {}, ended and {}
+  local out, done, markers = {}, {}, ended and {}
   for i = first, #ARGV - 1, 2 do
-    local id = ARGV[i]
-    local o = not done[id] and owned(id, ARGV[i + 1])
-    if o then
+    local id, lease = ARGV[i], ARGV[i + 1]
+    local marker = false
+    if ended and string.byte(lease, -1) == MARKS then
+      marker = KEYS[ended]
+      ended = ended + 1
+    end
+    if not done[id] and owned(id, lease) then
       done[id] = true
       done[#done + 1] = id
-      if pair then pair[#done], marks[#done] = #out, o == 2 end
+      if markers then markers[#done] = marker end
       out[#out + 1] = 1
     else
       out[#out + 1] = 0
@@ -445,20 +446,23 @@ local function ack_leases(first, ended)
   -- The records are read before they go, and archived and marked after: over maxmemory Redis
   -- refuses a script whose first write may grow memory (XADD, SET), and acks must free memory
   -- then. Only the records of jobs whose end may leave a marker are read for it.
+  local reads = ARCHIVE ~= 0 or markers
   local recs = {}
-  if ARCHIVE ~= 0 or ended then
+  if reads then
     for k, id in ipairs(done) do
-      if ARCHIVE ~= 0 or marks[k] then recs[k] = redis.call('HGET', JOBS, id) end
+      if ARCHIVE ~= 0 or markers[k] then recs[k] = redis.call('HGET', JOBS, id) end
     end
   end
   bulk('HDEL', JOBS, done)
   bulk('HDEL', LEASES, done)
   bulk('ZREM', RESERVED, done)
-  for k = 1, #done do
-    local rec = recs[k]
-    if rec then
-      if ARCHIVE ~= 0 then archive('acked', done[k], rec, attempts_of(rec) + 1) end
-      if ended and marks[k] then mark_ended(KEYS[ended + pair[k]], END_ACKED, rec) end
+  if reads then
+    for k = 1, #done do
+      local rec = recs[k]
+      if rec then
+        if ARCHIVE ~= 0 then archive('acked', done[k], rec, attempts_of(rec) + 1) end
+        if markers and markers[k] then mark_ended(markers[k], END_ACKED, rec) end
+      end
     end
   end
   return out

@@ -7,8 +7,8 @@
 -- of records (0: no bound; the first job is taken whatever its size); ARGV[7] lease secret
 -- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[8] bulk limit;
 -- ARGV[9] ttr override in ms (0: each job's own); ARGV[10..] pairs of id, lease to ack first (a
--- worker's finished jobs ride along with its next reserve). While the replay window is on,
--- KEYS[12 + k] is the ended marker of the job of ack pair k (mark_ended).
+-- worker's finished jobs ride along with its next reserve). KEYS[12 + m] is the ended marker
+-- (mark_ended) of the job of the m-th ack pair whose lease is marked (held).
 -- Returns: {now, next, acked, job_1, ..., job_k}: next is next_due()'s (now when due jobs
 -- remain, the partition's next due time or lease deadline, -1 when there is nothing, PAUSED
 -- while the topic is paused), acked is ack_leases()'s value per pair, each job as reply().
@@ -29,7 +29,7 @@ local function leased(out, ids)
     if h == token or h == token .. '+' then
       local rec = redis.call('HGET', JOBS, id)
       if rec then
-        out[#out + 1] = {id, rec, S_RESERVED, token, tonumber(redis.call('ZSCORE', RESERVED, id))}
+        out[#out + 1] = {id, rec, S_RESERVED, h, tonumber(redis.call('ZSCORE', RESERVED, id))}
       end
     end
   end
@@ -71,10 +71,10 @@ if #ids > 0 then
       if budget > 0 and bytes > budget and #taken > 0 then break end
       local _, _, _, ttr = cmsgpack.unpack_limit(rec, 3)
       if ttr_override > 0 then ttr = ttr_override end
-      local lease = lease_token(SECRET, id)
+      local lease = held(lease_token(SECRET, id), rec)
       taken[#taken + 1] = id
       leases[#leases + 1] = id
-      leases[#leases + 1] = held(lease, rec)
+      leases[#leases + 1] = lease
       deadlines[#deadlines + 1] = string.format('%d', NOW + ttr)
       deadlines[#deadlines + 1] = id
       if earliest == nil or NOW + ttr < earliest then earliest = NOW + ttr end

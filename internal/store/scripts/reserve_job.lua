@@ -1,7 +1,8 @@
 -- reserve_job.lua: lease one job by id, in any state but reserved (beanstalkd's reserve-job):
 -- a delayed, ready or dead job leaves its set and is leased for its TTR, whatever the topic's
 -- pause and limits. A dead job is dead no more.
--- KEYS: see lib.lua. ARGV[4] id; ARGV[5] lease secret (the token is lease_token(secret, id)).
+-- KEYS: see lib.lua. ARGV[4] id; ARGV[5] lease secret (the token is lease_token(secret, id),
+-- held).
 -- Returns the job as reply(), or false when it does not exist or is reserved. A replay answers
 -- the job while its lease is still the one this call gave it.
 local id = ARGV[4]
@@ -11,7 +12,7 @@ local function leased_now()
   if not rec then return false end
   local h = redis.call('HGET', LEASES, id)
   if h ~= token and h ~= token .. '+' then return false end
-  return {id, rec, S_RESERVED, token, tonumber(redis.call('ZSCORE', RESERVED, id))}
+  return {id, rec, S_RESERVED, h, tonumber(redis.call('ZSCORE', RESERVED, id))}
 end
 if recorded() then return leased_now() end
 local rec = redis.call('HGET', JOBS, id)
@@ -27,7 +28,8 @@ end
 local _, _, _, ttr = cmsgpack.unpack_limit(rec, 3)
 local deadline = NOW + ttr
 local rhead = lease_head()
-redis.call('HSET', LEASES, id, held(token, rec))
+token = held(token, rec)
+redis.call('HSET', LEASES, id, token)
 redis.call('ZADD', RESERVED, deadline, id)
 -- A lease that ends before any other is announced (see reserve.lua).
 announce_lease(rhead, deadline)
