@@ -436,7 +436,8 @@ func TestEnqueueFileDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := s.run(t, "enqueue", "bulk", "--file", path, "--on-conflict", "keep", "--unique-for", "1h")
-	if err == nil || !strings.Contains(out, "added 4 jobs, 1 failed") || !strings.Contains(out, `line 2 (id "f-2"): already_exists: `) {
+	if err == nil || !strings.Contains(out, "added 3 jobs, 1 kept or replaced, 1 failed") || !strings.Contains(out, `line 2 (id "f-2"): already_exists: `) ||
+		!strings.Contains(err.Error(), "1 of 5 jobs were not added") {
 		t.Errorf("enqueue --file: %v\n%s", err, out)
 	}
 	for id, want := range map[string]struct {

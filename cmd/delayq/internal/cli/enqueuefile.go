@@ -36,8 +36,10 @@ type lineFailure struct {
 
 // fileSummary is what enqueue --file reports.
 type fileSummary struct {
-	Added  int           `json:"added"`
-	Failed []lineFailure `json:"failed"`
+	Added int `json:"added"`
+	// Existed counts the lines whose id named a job that on_conflict kept or replaced.
+	Existed int           `json:"existed,omitempty"`
+	Failed  []lineFailure `json:"failed"`
 }
 
 // fileBatch is the lines waiting to be sent.
@@ -183,9 +185,12 @@ func (b *fileBatch) send(ctx context.Context, c *apiclient.Client, out *output, 
 		return fmt.Errorf("sending lines %d to %d: %w", b.lines[0], b.lines[len(b.lines)-1], err)
 	}
 	for i, item := range res {
-		if item.Error != nil {
+		switch {
+		case item.Error != nil:
 			sum.Failed = append(sum.Failed, lineFailure{Line: b.lines[i], ID: lineID(b.jobs[i]), Error: item.Error})
-		} else {
+		case item.Job != nil && item.Job.Existed:
+			sum.Existed++
+		default:
 			sum.Added++
 		}
 	}
@@ -202,7 +207,11 @@ func (s *fileSummary) report(out *output, cause error) error {
 			return err
 		}
 	} else {
-		fmt.Fprintf(out.w, "added %s, %d failed\n", plural(s.Added, "job"), len(s.Failed))
+		existed := ""
+		if s.Existed > 0 {
+			existed = fmt.Sprintf(", %d kept or replaced", s.Existed)
+		}
+		fmt.Fprintf(out.w, "added %s%s, %d failed\n", plural(s.Added, "job"), existed, len(s.Failed))
 		for _, f := range s.Failed {
 			id := ""
 			if f.ID != "" {
@@ -215,7 +224,7 @@ func (s *fileSummary) report(out *output, cause error) error {
 		return fmt.Errorf("stopped after adding %s: %w", plural(s.Added, "job"), cause)
 	}
 	if len(s.Failed) > 0 {
-		return fmt.Errorf("%d of %s were not added", len(s.Failed), plural(s.Added+len(s.Failed), "job"))
+		return fmt.Errorf("%d of %s were not added", len(s.Failed), plural(s.Added+s.Existed+len(s.Failed), "job"))
 	}
 	return nil
 }
