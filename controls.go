@@ -144,19 +144,20 @@ func (c *Client) SetTopicDefaults(ctx context.Context, topic string, d TopicDefa
 	if err := ValidateTopic(topic); err != nil {
 		return err
 	}
-	if d.UniqueFor < NoUniqueFor || d.UniqueFor > c.cfg.Limits.MaxDelay {
-		return invalid("unique_for", "%s is outside 0 to %s", ms(d.UniqueFor), ms(c.cfg.Limits.MaxDelay))
+	u, err := uniqueForMs(d.UniqueFor, c.cfg.Limits.MaxDelay)
+	if err != nil {
+		return err
+	}
+	// The topic's settings hold 0 for none, and nothing when the Client's default applies.
+	switch u {
+	case -1:
+		u = 0
+	case 0:
+		u = -1
 	}
 	n, err := c.partitions(ctx, topic, true)
 	if err != nil {
 		return err
-	}
-	u := int64(-1) // none set: the Client's default
-	switch {
-	case d.UniqueFor == NoUniqueFor:
-		u = 0
-	case d.UniqueFor > 0:
-		u = max(d.UniqueFor.Milliseconds(), 1)
 	}
 	return c.store.SetUniqueFor(ctx, c.partitionKeys(topic, n), u)
 }

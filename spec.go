@@ -107,6 +107,20 @@ func ParseConflict(name string) (Conflict, error) {
 	return 0, invalid("on_conflict", "%q is not reject, keep or replace", name)
 }
 
+// uniqueForMs checks a UniqueFor (a Spec's or a topic's default) against limit and returns it
+// in whole milliseconds, at least 1: 0 for 0, and -1 for NoUniqueFor.
+func uniqueForMs(d, limit time.Duration) (int64, error) {
+	switch {
+	case d < NoUniqueFor || d > limit:
+		return 0, invalid("unique_for", "%s is outside 0 to %s", ms(d), ms(limit))
+	case d == NoUniqueFor:
+		return -1, nil
+	case d > 0:
+		return max(d.Milliseconds(), 1), nil
+	}
+	return 0, nil
+}
+
 // maxBackoffSteps bounds Spec.Backoff.
 const maxBackoffSteps = 100
 
@@ -193,13 +207,8 @@ func (l Limits) toNewJob(s Spec, newID func() string) (store.NewJob, error) {
 	if j.Headers, err = normalizeHeaders(s.Headers); err != nil {
 		return j, err
 	}
-	switch {
-	case s.UniqueFor < NoUniqueFor || s.UniqueFor > l.MaxDelay:
-		return j, invalid("unique_for", "%s is outside 0 to %s", ms(s.UniqueFor), ms(l.MaxDelay))
-	case s.UniqueFor == NoUniqueFor:
-		j.UniqueForMs = -1
-	case s.UniqueFor > 0:
-		j.UniqueForMs = max(s.UniqueFor.Milliseconds(), 1)
+	if j.UniqueForMs, err = uniqueForMs(s.UniqueFor, l.MaxDelay); err != nil {
+		return j, err
 	}
 	if s.UniqueFor != 0 && j.ID == "" {
 		return j, invalid("unique_for", "needs an id: a job whose id is made for it cannot be enqueued again")

@@ -57,15 +57,9 @@ func (a *api) setDefaults(w http.ResponseWriter, r *http.Request) error {
 	}
 	var d delayq.TopicDefaults
 	if q.UniqueForMs != nil {
-		switch u, err := duration("unique_for_ms", *q.UniqueForMs); {
-		case err != nil:
+		var err error
+		if d.UniqueFor, err = uniqueFor(*q.UniqueForMs); err != nil {
 			return err
-		case u < 0:
-			return invalidf("unique_for_ms", "%d is below 0", *q.UniqueForMs)
-		case u == 0:
-			d.UniqueFor = delayq.NoUniqueFor
-		default:
-			d.UniqueFor = u
 		}
 	}
 	return a.controlTopic(w, r, func(ctx context.Context, topic string) error {

@@ -120,15 +120,8 @@ func specOf(q *apiv1.EnqueueRequest) (delayq.Spec, error) {
 	}
 	s.Headers = q.Headers
 	if q.UniqueForMs != nil {
-		switch {
-		case *q.UniqueForMs < 0:
-			return s, invalidf("unique_for_ms", "%d is below 0", *q.UniqueForMs)
-		case *q.UniqueForMs == 0:
-			s.UniqueFor = delayq.NoUniqueFor
-		default:
-			if s.UniqueFor, err = duration("unique_for_ms", *q.UniqueForMs); err != nil {
-				return s, err
-			}
+		if s.UniqueFor, err = uniqueFor(*q.UniqueForMs); err != nil {
+			return s, err
 		}
 	}
 	if q.OnConflict != nil {
@@ -175,6 +168,18 @@ func duration(field string, n int64) (time.Duration, error) {
 		return 0, invalidf(field, "%d ms is out of range", n)
 	}
 	return time.Duration(n) * time.Millisecond, nil
+}
+
+// uniqueFor reads a unique_for_ms field, which is there: 0 keeps no id taken
+// (delayq.NoUniqueFor), whatever a default says.
+func uniqueFor(ms int64) (time.Duration, error) {
+	if ms < 0 {
+		return 0, invalidf("unique_for_ms", "%d is below 0", ms)
+	}
+	if ms == 0 {
+		return delayq.NoUniqueFor, nil
+	}
+	return duration("unique_for_ms", ms)
 }
 
 // leaseLength is duration for a lease length, where the library reads 0 as "the default".
