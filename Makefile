@@ -138,9 +138,22 @@ bench-peers: ensure-redis
 
 # Instructions redis-server spends on one enqueue, delayq's against the floor's, counted by
 # valgrind's callgrind: figures that do not move with the machine's load.
-script-cost: ensure-redis
-	@command -v valgrind >/dev/null || bash scripts/ensure-debian-packages.sh script-cost "install valgrind" valgrind -- valgrind
+script-cost: ensure-redis ensure-valgrind
 	$(GO) run ./cmd/delayq/bench/scriptcost
+
+.PHONY: ensure-valgrind
+ensure-valgrind:
+	@command -v callgrind_control >/dev/null || bash scripts/ensure-debian-packages.sh script-cost "install valgrind" valgrind -- valgrind callgrind_control
+
+# The cost guard, which CI runs: what one call on the hot path costs, in measures that do not
+# move with the machine's load, against the budgets of internal/budget. The client's
+# allocations per Enqueue, Reserve and Ack, and HTTP enqueue (testing.AllocsPerRun, outside the
+# race detector), and Redis's instructions per lone enqueue, coalesced enqueue of 16, reserve of
+# 16 and ack (callgrind). A change that needs more raises its budget and says why.
+.PHONY: check-cost
+check-cost: ensure-redis ensure-valgrind
+	$(GO) test -count=1 -run '^TestAllocationsPerCall$$' -v . ./cmd/delayq/internal/httpapi/
+	$(GO) run ./cmd/delayq/bench/scriptcost -check
 
 # delayq's beanstalkd front end against the real beanstalkd (binlog on), both durable, through
 # the same client; prints a markdown report and rewrites its section of BENCHMARKS.md.

@@ -1,18 +1,23 @@
-// Command scriptcost counts the CPU instructions redis-server spends on one enqueue, for delayq's
-// enqueue and for the floor (one EVALSHA that stores a body and adds it to a sorted set), with
-// redis-server running under valgrind's callgrind. Instruction counts do not depend on what else
-// the machine is doing, so the figures repeat from run to run where timings would not.
+// Command scriptcost counts the CPU instructions redis-server spends on one call of delayq's hot
+// path (an enqueue, a reserve, an ack, a job's whole life) and on the floor's enqueue (one
+// EVALSHA that stores a body and adds it to a sorted set), with redis-server running under
+// valgrind's callgrind. Instruction counts do not depend on what else the machine is doing, so
+// the figures repeat from run to run where timings would not.
 //
-// Each variant runs twice on a fresh redis-server, with no calls and with -calls calls; the
-// difference of the two totals, divided by the calls, is the cost of one call, from reading its
-// request to writing its reply. Two things redis-server does by the clock are left out, as
-// under callgrind they follow the machine's load: serverCron, which runs ten times a second of
-// wall time (about 40,000 instructions a job's life, give or take a third from run to run), and
-// the slow log, which copies the arguments of every call slower than 10 ms (under callgrind,
-// some calls are, some not). Without them a figure repeats within 0.5 %. Needs valgrind and
-// redis-server on PATH.
+// Each variant runs on a fresh redis-server: it sets itself up (opens a client, loads the
+// scripts, enqueues the jobs it will reserve), the counters are zeroed (callgrind_control -z),
+// it makes -calls calls, and the counters are dumped; their total divided by the calls is the
+// cost of one call, from reading its request to writing its reply. Two things redis-server does
+// by the clock are left out, as under callgrind they follow the machine's load: serverCron,
+// which runs ten times a second of wall time, and the slow log, which copies the arguments of
+// every call slower than 10 ms (under callgrind, some calls are, some not). Without them a
+// figure repeats within 0.2 %. Needs valgrind (with callgrind_control) and redis-server on PATH.
 //
 //	go run ./cmd/delayq/bench/scriptcost [-calls 2000]
+//	go run ./cmd/delayq/bench/scriptcost -check
+//
+// -check runs the variants internal/budget guards, budget.CostCalls calls each, and fails when
+// one costs more than its budget.
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +40,7 @@ import (
 	"github.com/delayq/delayq"
 	"github.com/delayq/delayq/archive"
 	"github.com/delayq/delayq/cmd/delayq/internal/bench"
+	"github.com/delayq/delayq/internal/budget"
 	"github.com/delayq/delayq/internal/childproc"
 	"github.com/delayq/delayq/internal/redisproc"
 )
@@ -42,27 +49,38 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// variant is one way of enqueueing calls jobs, perJob jobs a call.
+// variant is one kind of call, perJob jobs a call. run sets itself up, calls count, then makes
+// calls calls: only what follows count is counted.
 type variant struct {
 	name   string
+	guard  string // its name in budget.Instructions, "" when not guarded
 	perJob int
-	run    func(ctx context.Context, rdb *redis.Client, calls int) error
+	run    func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error
 }
 
 func main() {
-	calls := flag.Int("calls", 2000, "enqueue calls per variant")
+	calls := flag.Int("calls", 2000, "calls per variant")
+	check := flag.Bool("check", false, "run the variants internal/budget guards, budget.CostCalls calls each, and fail when one is over its budget")
 	flag.Parse()
 	log.SetFlags(0)
-	if _, err := exec.LookPath("valgrind"); err != nil {
-		log.Fatal("scriptcost: valgrind is not on PATH (Debian: apt-get install valgrind)")
+	for _, tool := range []string{"valgrind", "callgrind_control"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			log.Fatalf("scriptcost: %s is not on PATH (Debian: apt-get install valgrind)", tool)
+		}
 	}
 	// go-redis logs every failed dial while the server starts under valgrind.
 	redis.SetLogger(quiet{})
 	ctx := context.Background()
+	if *check {
+		if !checkBudgets(ctx) {
+			os.Exit(1)
+		}
+		return
+	}
 	fmt.Println("| variant | instructions per call | per job |")
 	fmt.Println("|---|---:|---:|")
 	for _, v := range variants() {
-		perCall, err := cost(ctx, v, *calls)
+		perCall, err := instructions(ctx, v, *calls)
 		if err != nil {
 			log.Fatalf("scriptcost: %s: %v", v.name, err)
 		}
@@ -70,34 +88,84 @@ func main() {
 	}
 }
 
+// checkBudgets measures the guarded variants and reports whether each is within its budget. A
+// variant's figure is the median of three runs, each on a server of its own: the hash seed
+// Redis draws at its start moves the cost of its lookups by up to half a percent.
+func checkBudgets(ctx context.Context) bool {
+	ok := true
+	guarded := 0
+	for _, v := range variants() {
+		if v.guard == "" {
+			continue
+		}
+		guarded++
+		b, found := budget.Instructions[v.guard]
+		if !found {
+			log.Fatalf("scriptcost: no budget for %q in internal/budget", v.guard)
+		}
+		var runs []int64
+		for range 3 {
+			perCall, err := instructions(ctx, v, budget.CostCalls)
+			if err != nil {
+				log.Fatalf("scriptcost: %s: %v", v.name, err)
+			}
+			runs = append(runs, perCall)
+		}
+		slices.Sort(runs)
+		verdict, within := b.Judge(float64(runs[1]))
+		ok = ok && within
+		fmt.Printf("%-11s %9d instructions per call (runs %d, %d, %d): %s\n", v.guard, runs[1], runs[0], runs[1], runs[2], verdict)
+	}
+	if guarded != len(budget.Instructions) {
+		log.Fatalf("scriptcost: internal/budget has %d instruction budgets, the check measures %d", len(budget.Instructions), guarded)
+	}
+	return ok
+}
+
 func variants() []variant {
 	return []variant{
-		{"an empty script (`return 1`), no keys or arguments", 1, emptyScript(false)},
-		{"the empty script given an enqueue's 12 keys and 10 arguments", 1, emptyScript(true)},
-		{"floor: one EVALSHA (TIME, HSET, ZADD)", 1, runFloor},
-		{"delayq Enqueue, replay window 0 (no call record)", 1, enqueueWith(-1, 1)},
-		{"delayq Enqueue (default: call record kept 30 s)", 1, enqueueWith(0, 1)},
-		{"delayq, 12 jobs a call, replay window 0", 12, enqueueWith(-1, 12)},
-		{"delayq, 12 jobs a call (as 16 producers coalesce)", 12, enqueueWith(0, 12)},
-		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", 1, lifecycle(-1, false, false)},
-		{"delayq Enqueue, Reserve and Ack of one job", 1, lifecycle(0, false, false)},
-		{"delayq Enqueue, Reserve and Ack of one job with an id (a fingerprint, an ended marker)", 1, lifecycle(0, false, true)},
-		{"the same, its id kept taken for an hour once acked (unique_for 1 h)", 1, lifecycleUnique(time.Hour)},
-		{"the same, unique_for from the topic's default (1 h)", 1, lifecycleUnique(-1)},
-		{"delayq Enqueue, Reserve and Ack of one job, history archived", 1, lifecycle(0, true, false)},
+		{"an empty script (`return 1`), no keys or arguments", "", 1, emptyScript(false)},
+		{"the empty script given an enqueue's 12 keys and 10 arguments", "", 1, emptyScript(true)},
+		{"floor: one EVALSHA (TIME, HSET, ZADD)", "", 1, runFloor},
+		{"delayq Enqueue, replay window 0 (no call record)", "", 1, enqueueWith(-1, 1)},
+		{"delayq Enqueue (default: call record kept 30 s)", "enqueue", 1, enqueueWith(0, 1)},
+		{"delayq, 16 jobs a call, replay window 0", "", 16, enqueueWith(-1, 16)},
+		{"delayq, 16 jobs a call (as 16 producers coalesce)", "enqueue-16", 16, enqueueWith(0, 16)},
+		{"delayq Reserve of 16 due jobs", "reserve-16", 16, reserve16},
+		{"delayq Ack of one lease", "ack", 1, ackOne},
+		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", "", 1, lifecycle(-1, false, false)},
+		{"delayq Enqueue, Reserve and Ack of one job", "", 1, lifecycle(0, false, false)},
+		{"delayq Enqueue, Reserve and Ack of one job with an id (a fingerprint, an ended marker)", "", 1, lifecycle(0, false, true)},
+		{"the same, its id kept taken for an hour once acked (unique_for 1 h)", "", 1, lifecycleUnique(time.Hour)},
+		{"the same, unique_for from the topic's default (1 h)", "", 1, lifecycleUnique(-1)},
+		{"delayq Enqueue, Reserve and Ack of one job, history archived", "", 1, lifecycle(0, true, false)},
 	}
+}
+
+// open returns a delayq Client on rdb with the given replay window and a topic that exists, as
+// it does for a running producer.
+func open(ctx context.Context, rdb *redis.Client, window time.Duration) (*delayq.Client, error) {
+	c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // lifecycle enqueues, reserves and acks one job a call with the given replay window, its end
 // appended to its partition's history stream when archived is set (no archiver reads it here),
 // each job with an id of the caller's when named is set.
-func lifecycle(window time.Duration, archived, named bool) func(context.Context, *redis.Client, int) error {
+func lifecycle(window time.Duration, archived, named bool) func(context.Context, *redis.Client, int, func() error) error {
 	return lifecycleOf(window, archived, named, 0, 0)
 }
 
 // lifecycleUnique is lifecycle of jobs with an id that keep it taken for unique once acked:
 // their own Spec.UniqueFor, or, when unique is below 0, the topic's default of an hour.
-func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, int) error {
+func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, int, func() error) error {
 	if unique < 0 {
 		return lifecycleOf(0, false, true, 0, time.Hour)
 	}
@@ -106,9 +174,9 @@ func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, 
 
 // lifecycleOf is lifecycle with each job's Spec.UniqueFor set to unique, and the topic's
 // default to topicUnique when it is above 0.
-func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique time.Duration) func(context.Context, *redis.Client, int) error {
-	return func(ctx context.Context, rdb *redis.Client, calls int) error {
-		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
+func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique time.Duration) func(context.Context, *redis.Client, int, func() error) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+		c, err := open(ctx, rdb, window)
 		if err != nil {
 			return err
 		}
@@ -123,7 +191,7 @@ func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique
 				return err
 			}
 		}
-		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
+		if err := count(); err != nil {
 			return err
 		}
 		for i := range calls {
@@ -146,10 +214,83 @@ func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique
 	}
 }
 
+// dueJobs enqueues n jobs due now, 16 a call.
+func dueJobs(ctx context.Context, c *delayq.Client, n int) error {
+	for i := 0; i < n; i += 16 {
+		specs := make([]delayq.Spec, min(16, n-i))
+		for k := range specs {
+			specs[k] = delayq.Spec{Body: bench.Body(i + k)}
+		}
+		if _, err := c.EnqueueBatch(ctx, "cost", specs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reserve16 reserves 16 due jobs a call, from 16 times calls enqueued before counting.
+func reserve16(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+	c, err := open(ctx, rdb, 0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := dueJobs(ctx, c, 16*calls); err != nil {
+		return err
+	}
+	if err := count(); err != nil {
+		return err
+	}
+	for range calls {
+		jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 16, TTR: time.Hour})
+		if err != nil || len(jobs) != 16 {
+			return fmt.Errorf("reserve: %d jobs, %v", len(jobs), err)
+		}
+	}
+	return nil
+}
+
+// ackOne acks one lease a call, of the calls jobs reserved before counting.
+func ackOne(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+	c, err := open(ctx, rdb, 0)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := dueJobs(ctx, c, calls); err != nil {
+		return err
+	}
+	var leases []delayq.Lease
+	for len(leases) < calls {
+		jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 16, TTR: time.Hour})
+		if err != nil || len(jobs) == 0 {
+			return fmt.Errorf("reserve: %d jobs, %v", len(jobs), err)
+		}
+		for _, j := range jobs {
+			leases = append(leases, j.Lease())
+		}
+	}
+	if err := count(); err != nil {
+		return err
+	}
+	for _, l := range leases {
+		if err := c.Ack(ctx, l); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // runFloor enqueues through the benchmark's floor contestant, one call per job.
-func runFloor(ctx context.Context, rdb *redis.Client, calls int) error {
+func runFloor(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
 	q, err := (&bench.Floor{RDB: rdb}).Open(ctx, "cost")
 	if err != nil {
+		return err
+	}
+	if _, err := q.Produce(ctx, bench.Plan{N: 1, Delay: time.Hour}); err != nil {
+		return err
+	}
+	if err := count(); err != nil {
 		return err
 	}
 	_, err = q.Produce(ctx, bench.Plan{N: calls, Delay: time.Hour})
@@ -160,10 +301,13 @@ func runFloor(ctx context.Context, rdb *redis.Client, calls int) error {
 // (and as long) as delayq's Enqueue of one job passes: its 12 keys, the call's replay settings
 // and the job's id, delay and record around a 100-byte body. The difference is what Redis
 // spends on a call's arguments alone (each becomes a Lua string in the KEYS or ARGV table).
-func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int) error {
-	return func(ctx context.Context, rdb *redis.Client, calls int) error {
+func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int, func() error) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
 		script := redis.NewScript("return 1")
 		if err := script.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+		if err := count(); err != nil {
 			return err
 		}
 		for i := range calls {
@@ -189,18 +333,25 @@ func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int) err
 
 // enqueueWith enqueues through a delayq Client with the given replay window, perCall jobs a
 // call (EnqueueBatch when more than one).
-func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis.Client, int) error {
-	return func(ctx context.Context, rdb *redis.Client, calls int) error {
-		c, err := delayq.New(ctx, rdb, delayq.Config{ReplayWindow: window, Logger: slog.New(slog.DiscardHandler)})
+func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis.Client, int, func() error) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+		c, err := open(ctx, rdb, window)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		// The topic exists before counting starts, as it does for a running producer.
-		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: bench.Body(0), Delay: time.Hour}); err != nil {
+		specs := make([]delayq.Spec, perCall)
+		if perCall > 1 { // EnqueueBatch's script is loaded before counting, as Enqueue's is
+			for k := range specs {
+				specs[k] = delayq.Spec{Body: bench.Body(k), Delay: time.Hour}
+			}
+			if _, err := c.EnqueueBatch(ctx, "cost", specs); err != nil {
+				return err
+			}
+		}
+		if err := count(); err != nil {
 			return err
 		}
-		specs := make([]delayq.Spec, perCall)
 		for i := range calls {
 			for k := range specs {
 				specs[k] = delayq.Spec{Body: bench.Body(i*perCall + k), Delay: time.Hour}
@@ -218,23 +369,8 @@ func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis
 	}
 }
 
-// cost returns the instructions redis-server spends per call of v.
-func cost(ctx context.Context, v variant, calls int) (int64, error) {
-	// A variant's set-up (loading a script, registering a topic) runs in both measurements, so
-	// it cancels out; so do the server's start and end.
-	base, err := instructions(ctx, v, 0)
-	if err != nil {
-		return 0, err
-	}
-	total, err := instructions(ctx, v, calls)
-	if err != nil {
-		return 0, err
-	}
-	return (total - base) / int64(calls), nil
-}
-
-// instructions runs redis-server under callgrind, makes calls calls of v and returns the
-// instructions the server executed in all.
+// instructions runs redis-server under callgrind, lets v set itself up, then counts the
+// instructions the server executes for calls calls of v, and returns them per call.
 func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 	bin, err := redisproc.Binary()
 	if err != nil {
@@ -267,17 +403,31 @@ func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 	if err := p.WaitReady(wctx, 50*time.Millisecond, redisproc.PingReady(rdb)); err != nil {
 		return 0, err
 	}
-	if err := v.run(ctx, rdb, calls); err != nil {
+	control := func(op string) error {
+		b, err := exec.CommandContext(ctx, "callgrind_control", op, strconv.Itoa(p.Pid())).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("callgrind_control %s: %v: %s", op, err, b)
+		}
+		return nil
+	}
+	if err := v.run(ctx, rdb, calls, func() error { return control("-z") }); err != nil {
 		return 0, err
 	}
-	// SHUTDOWN ends the server normally, so callgrind writes its totals.
+	if err := control("-d"); err != nil {
+		return 0, err
+	}
 	_ = rdb.Do(ctx, "shutdown", "nosave").Err()
 	select {
 	case <-p.Exited():
 	case <-time.After(time.Minute):
 		return 0, fmt.Errorf("redis-server did not stop")
 	}
-	return totalInstructions(out)
+	// The dump after zeroing is the first numbered one (out.1); out is what came after it.
+	total, err := totalInstructions(out + ".1")
+	if err != nil {
+		return 0, err
+	}
+	return total / int64(calls), nil
 }
 
 // totalInstructions reads the total of a callgrind output file (its "summary:" or "totals:"
