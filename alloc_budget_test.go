@@ -26,7 +26,7 @@ func TestAllocationsPerCall(t *testing.T) {
 		})
 	})
 	t.Run("reserve_ack", func(t *testing.T) {
-		due := make([]Spec, allocRuns+1)
+		due := make([]Spec, budget.Allocations["reserve+ack"].Calls+1)
 		for i := range due {
 			due[i] = Spec{Body: body100}
 		}
@@ -45,9 +45,6 @@ func TestAllocationsPerCall(t *testing.T) {
 	})
 }
 
-// allocRuns is how many calls checkAllocations averages over.
-const allocRuns = 400
-
 // checkAllocations fails t when a call of f allocates more than the budget of name allows.
 func checkAllocations(t *testing.T, name string, f func()) {
 	t.Helper()
@@ -55,7 +52,7 @@ func checkAllocations(t *testing.T, name string, f func()) {
 	if !ok {
 		t.Fatalf("internal/budget has no allocation budget %q", name)
 	}
-	got := budget.AllocsPerCall(allocRuns, f)
+	got := budget.AllocsPerCall(b.Calls, f)
 	verdict, ok := b.Judge(got)
 	if !ok {
 		t.Errorf("%s: %.2f allocations per call: %s", name, got, verdict)

@@ -27,55 +27,55 @@ func For(ns, topic string, n int) Partition {
 
 // Jobs is a HASH: job id -> the job record (a run of MessagePack values, see the scripts' lib.lua).
 // It holds every job of the partition, whatever its state.
-func (p Partition) Jobs() string { return p.prefix + "jobs" }
+func (p Partition) Jobs() string { return p.Key(0) }
 
 // Delayed is a ZSET of job ids scored by due time (Unix ms, server clock). A member whose score
 // has passed is due; the reserve script moves due members to a ready set.
-func (p Partition) Delayed() string { return p.prefix + "delayed" }
+func (p Partition) Delayed() string { return p.Key(1) }
 
 // Ready is a ZSET of due job ids for pull consumers, scored by ReadyScore(priority, due time), so
 // that the lowest score is the highest priority and, within a priority, the earliest due time.
-func (p Partition) Ready() string { return p.prefix + "ready" }
+func (p Partition) Ready() string { return p.Key(2) }
 
 // ReadyPush is the Ready set of jobs that carry a callback URL; only the webhook dispatcher
 // reserves from it.
-func (p Partition) ReadyPush() string { return p.prefix + "ready:push" }
+func (p Partition) ReadyPush() string { return p.Key(3) }
 
 // Reserved is a ZSET of leased job ids scored by lease deadline (Unix ms, server clock).
-func (p Partition) Reserved() string { return p.prefix + "reserved" }
+func (p Partition) Reserved() string { return p.Key(4) }
 
 // Dead is a ZSET of dead-lettered job ids, all with score 0 so that it is paged in id order
 // (ZRANGE BYLEX); the time of death is in the job record.
-func (p Partition) Dead() string { return p.prefix + "dead" }
+func (p Partition) Dead() string { return p.Key(5) }
 
 // Notify is a shard pub/sub channel (SPUBLISH) in the partition's slot. A script publishes the new
 // earliest due time (Unix ms) there when a job becomes due sooner than any the partition had,
 // and "controls" when the topic's controls change (a resume, new limits, a delete), which
 // makes every consumer waiting on the partition look at it again.
-func (p Partition) Notify() string { return p.prefix + "notify" }
+func (p Partition) Notify() string { return p.Key(6) }
 
 // Leases is a HASH from each leased job id to its lease token; the deadline is the job's score
 // in Reserved.
-func (p Partition) Leases() string { return p.prefix + "leases" }
+func (p Partition) Leases() string { return p.Key(7) }
 
 // Settings is a HASH of the topic's controls as they apply to this partition: "paused" ("1"
 // while the topic is paused), "rate" and "period_ms" (the topic's rate limit), "rate_share"
 // (the deliveries this partition may start per period), "concurrency" (the topic's limit) and
 // "concurrency_share" (the jobs this partition may have reserved at once). A missing field is
 // no limit; a topic without controls has no such key.
-func (p Partition) Settings() string { return p.prefix + "settings" }
+func (p Partition) Settings() string { return p.Key(8) }
 
 // Starts is a ZSET of the deliveries started within the rate limit's last period: each
 // delivery's lease token, scored by when it started (Unix ms, server clock). A reserve trims it
 // to the period and counts it against the partition's rate share. It exists only while the
 // topic has a rate limit.
-func (p Partition) Starts() string { return p.prefix + "starts" }
+func (p Partition) Starts() string { return p.Key(9) }
 
 // History is a STREAM of the outcomes of the partition's jobs (acked, dead, cancelled, …) waiting
 // to be archived, appended by the script that makes each outcome while archiving is on, read and
 // emptied by the archiver (internal/archive). Each entry's fields are "o" (the outcome), "i" (the
 // job id), "r" (the job's record as it was then) and "t" (when, Unix ms, server clock).
-func (p Partition) History() string { return p.prefix + "history" }
+func (p Partition) History() string { return p.Key(10) }
 
 // Call is a STRING that records the outcome of one script call (named by a call id the caller
 // makes) for a short replay window, so that the same call sent again answers as the first did.
@@ -99,11 +99,26 @@ func (p Partition) Ended(id string) string {
 // of the schedule as late as it, so a tick is never enqueued twice, even once its job is gone.
 func (p Partition) Ticks() string { return p.prefix + "ticks" }
 
-// All returns the partition's keys in the order the scripts expect them in KEYS.
+// All returns the partition's keys in the order the scripts name them (see Key).
 func (p Partition) All() []string {
-	return []string{p.Jobs(), p.Delayed(), p.Ready(), p.ReadyPush(), p.Reserved(), p.Dead(), p.Notify(), p.Leases(),
-		p.Settings(), p.Starts(), p.History()}
+	all := make([]string, Count)
+	for i := range all {
+		all[i] = p.Key(i)
+	}
+	return all
 }
+
+// Count is how many keys a partition has (see Key).
+const Count = 11
+
+// suffixes are the names of a partition's keys after its prefix, in the order of Key.
+var suffixes = [Count]string{"jobs", "delayed", "ready", "ready:push", "reserved", "dead", "notify", "leases",
+	"settings", "starts", "history"}
+
+// Key returns the partition's key i, from 0 to Count-1, in the order the scripts' lib.lua
+// names them: Jobs, Delayed, Ready, ReadyPush, Reserved, Dead, Notify, Leases, Settings, Starts
+// and History.
+func (p Partition) Key(i int) string { return p.prefix + suffixes[i] }
 
 // Topics is a HASH: topic name -> its partition count. It is the registry behind topic listing,
 // written once per topic and process, and it pins a topic's partition count: a job's partition is

@@ -29,7 +29,7 @@ func (s *Store) DeadRequeue(ctx context.Context, p keys.Partition, ids []string,
 func (s *Store) DeadDelete(ctx context.Context, p keys.Partition, ids []string, limit int) (int, error) {
 	c := write(p, NewCallID(), deadArgs(ids, limit)...)
 	for _, id := range ids {
-		c.keys = append(c.keys, p.Ended(id))
+		c.extra = append(c.extra, p.Ended(id))
 	}
 	n, err := s.run(ctx, deadDeleteScript, c).Int()
 	if err != nil {

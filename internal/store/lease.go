@@ -53,8 +53,8 @@ func (s *Store) Reserve(ctx context.Context, p keys.Partition, rc ReserveCall) (
 	args = append(args, string(rc.Lane), rc.Max, rc.MaxBytes, rc.Secret, rc.Bulk, rc.TTRMs)
 	args = appendLeases(args, rc.Acks)
 	c := write(p, rc.Call, args...)
-	c.keys = appendEnded(c.keys, p, rc.Acks)
-	if len(c.keys) == len(p.All())+1 {
+	c.extra = appendEnded(c.extra, p, rc.Acks)
+	if len(c.extra) == 0 {
 		c.variant = reserveBareScript
 	}
 	vals, err := s.run(ctx, reserveScript, c).Slice()
@@ -99,11 +99,11 @@ func (s *Store) AckMany(ctx context.Context, parts []keys.Partition, leases [][]
 	cmds, errs := s.pipelined(ctx, ackScript, len(parts), func(i int) script {
 		c := read(parts[i], appendLeases(make([]any, 0, 2*len(leases[i])), leases[i])...)
 		for _, l := range leases[i] {
-			c.keys = append(c.keys, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
+			c.extra = append(c.extra, parts[i].Call(leaseCallID("ack", l.ID, l.Token)))
 		}
-		n := len(c.keys)
-		c.keys = appendEnded(c.keys, parts[i], leases[i])
-		if len(c.keys) == n {
+		n := len(c.extra)
+		c.extra = appendEnded(c.extra, parts[i], leases[i])
+		if len(c.extra) == n {
 			c.variant = ackBareScript
 		}
 		c.records = true

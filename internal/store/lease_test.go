@@ -4,8 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/delayq/delayq/internal/keys"
 )
 
@@ -335,7 +333,7 @@ func TestAcksOfUnmarkedLeasesRunBareScripts(t *testing.T) {
 		// A reserve that acks nothing is bare whatever it leases.
 		for _, c := range []struct {
 			name   string
-			sc     *redis.Script
+			sc     *luaScript
 			loaded bool
 		}{
 			{"reserve", reserveScript, printed},

@@ -102,7 +102,7 @@ func (s *Store) LookSchedules(ctx context.Context, names []string, aheadMs int64
 	return s.schedules(ctx, scheduleLookScript, names, aheadMs)
 }
 
-func (s *Store) schedules(ctx context.Context, sc *redis.Script, names []string, args ...any) ([]*ScheduleState, error) {
+func (s *Store) schedules(ctx context.Context, sc *luaScript, names []string, args ...any) ([]*ScheduleState, error) {
 	cmds, errs := s.pipelined(ctx, sc, len(names), func(i int) script {
 		return s.scheduleRead(names[i], args...)
 	})
@@ -218,7 +218,7 @@ func (s *Store) EnqueueTick(ctx context.Context, p keys.Partition, name string, 
 		lane = "1"
 	}
 	c := write(p, NewCallID(), name, j.RunAtMs, j.ID, lane, recordHead(j), recordTail(j), untilMs)
-	c.keys = append(c.keys, p.Ticks())
+	c.extra = append(c.extra, p.Ticks())
 	vals, err := s.run(ctx, tickScript, c).Int64Slice()
 	if err != nil {
 		return 0, fmt.Errorf("delayq: enqueue tick: %w", err)

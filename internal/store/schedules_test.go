@@ -67,7 +67,7 @@ func TestTickReplayAnswersTheFirstOutcome(t *testing.T) {
 	ctx := testCtx(t)
 	j := tickJob("s@1", 4_000_000_000_000)
 	call := write(p, NewCallID(), "s", j.RunAtMs, j.ID, "0", recordHead(j), recordTail(j), 0)
-	call.keys = append(call.keys, p.Ticks())
+	call.extra = append(call.extra, p.Ticks())
 	first, err := s.run(ctx, tickScript, call).Int64Slice()
 	if err != nil {
 		t.Fatal(err)

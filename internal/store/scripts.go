@@ -2,7 +2,10 @@ package store
 
 import (
 	"embed"
+	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -39,14 +42,24 @@ func libText(name string) string {
 	return lib.String()
 }
 
+// luaScript is a script as the store runs it: its text, and the keys of a partition it takes
+// (see lib.lua), in the order it takes them: positions in keys.Partition's order (Key), and
+// keys.Count for the call's record (CALL). A script of no partition (a schedule's, the
+// beanstalkd front end's) has nil: its calls give their keys themselves.
+type luaScript struct {
+	*redis.Script
+	keys []int
+	text string // as sent to Redis
+}
+
 // loadScript returns the script scripts/<name>.lua with the part of its prelude it uses.
-func loadScript(name string) *redis.Script {
+func loadScript(name string) *luaScript {
 	return loadVariant(name, nil)
 }
 
 // loadScriptWith is loadScript with more prelude files after the usual ones: a variant of the
 // script whose calls need functions the plain one goes without (see lib_conflict.lua).
-func loadScriptWith(name string, more ...string) *redis.Script {
+func loadScriptWith(name string, more ...string) *luaScript {
 	return loadVariant(name, more)
 }
 
@@ -55,13 +68,13 @@ func loadScriptWith(name string, more ...string) *redis.Script {
 // which would otherwise make their closures on every call for nothing. Such a call must not
 // reach them indeed: the variant would fail there, reading a global of that name that Redis
 // does not have.
-func loadScriptWithout(name string, without ...string) *redis.Script {
+func loadScriptWithout(name string, without ...string) *luaScript {
 	return loadVariant(name, nil, without...)
 }
 
 // loadVariant returns the script scripts/<name>.lua with the prelude files more after the usual
 // ones, less the functions named in without.
-func loadVariant(name string, more []string, without ...string) *redis.Script {
+func loadVariant(name string, more []string, without ...string) *luaScript {
 	body, err := scriptFiles.ReadFile("scripts/" + name + ".lua")
 	if err != nil {
 		panic(err)
@@ -74,7 +87,32 @@ func loadVariant(name string, more []string, without ...string) *redis.Script {
 		}
 		lib += string(text) + "\n"
 	}
-	return redis.NewScript(assemble(lib, string(body), without...))
+	text := assemble(lib, string(body), without...)
+	if !slices.Contains(libraries(name), "scripts/lib.lua") {
+		return &luaScript{Script: redis.NewScript(text), text: text}
+	}
+	text, keys := numberKeys(text)
+	return &luaScript{Script: redis.NewScript(text), keys: keys, text: text}
+}
+
+// keyLine is lib.lua's definition of one of a partition's keys: "local JOBS = KEYS[1]".
+var keyLine = regexp.MustCompile(`(?m)^local ([A-Z_]+) = KEYS\[([0-9]+)\]$`)
+
+// numberKeys numbers the keys a partition's script text defines (those of lib.lua it uses) from
+// 1 in their order, puts their count in place of NKEYS, and returns the text with the keys'
+// positions in keys.Partition's order (lib.lua's numbers less one).
+func numberKeys(text string) (string, []int) {
+	keys := []int{}
+	text = keyLine.ReplaceAllStringFunc(text, func(line string) string {
+		m := keyLine.FindStringSubmatch(line)
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			panic(err)
+		}
+		keys = append(keys, n-1)
+		return fmt.Sprintf("local %s = KEYS[%d]", m[1], len(keys))
+	})
+	return inline(text, map[string]string{"NKEYS": strconv.Itoa(len(keys))}), keys
 }
 
 // assemble returns the text of a script: the part of its prelude lib that body uses, then body,

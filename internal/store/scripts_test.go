@@ -3,6 +3,7 @@ package store
 import (
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -175,4 +176,36 @@ func TestAssembleRefusesAConstantDeclaredAgainOrAssigned(t *testing.T) {
 	}
 	// A comparison, a field and a string are no assignment.
 	assemble(lib, "local t = {}\nt.A = A == 1 and 'A = 1'\nreturn t")
+}
+
+// A partition's script is given only the keys it names, numbered from 1 in lib.lua's order, and
+// the keys a call adds come after them: Redis makes a Lua string of every key a call passes.
+func TestScriptsTakeOnlyTheKeysTheyName(t *testing.T) {
+	names := []string{"JOBS", "DELAYED", "READY", "READY_PUSH", "RESERVED", "DEAD", "NOTIFY", "LEASES",
+		"SETTINGS", "STARTS", "HISTORY", "CALL"}
+	for name, sc := range map[string]*luaScript{"enqueue": enqueueScript, "upsert": upsertScript,
+		"reserve": reserveScript, "bare reserve": reserveBareScript, "ack": ackScript, "bare ack": ackBareScript,
+		"get": getScript, "cancel": cancelScript, "tick": tickScript, "dead_delete": deadDeleteScript} {
+		text := withoutComments(sc.text)
+		var want []int
+		for i, key := range names {
+			if regexp.MustCompile(`\b` + key + `\b`).MatchString(strings.ReplaceAll(text, "local "+key+" = ", "")) {
+				want = append(want, i)
+			}
+		}
+		if !slices.Equal(sc.keys, want) {
+			t.Errorf("%s takes keys %v, names %v", name, sc.keys, want)
+		}
+		for k, i := range sc.keys {
+			if def := "local " + names[i] + " = KEYS[" + strconv.Itoa(k+1) + "]"; !strings.Contains(text, def) {
+				t.Errorf("%s lacks %q", name, def)
+			}
+		}
+		if strings.Contains(text, "NKEYS") {
+			t.Errorf("%s still names NKEYS", name)
+		}
+	}
+	if slices.Contains(enqueueScript.keys, 2) || slices.Contains(enqueueScript.keys, 9) {
+		t.Errorf("enqueue takes the ready set or the rate window (%v), which it never touches", enqueueScript.keys)
+	}
 }

@@ -159,24 +159,31 @@ func (s *Store) Archive() int64 { return s.archive.Load() }
 // Partition returns the keys of partition n of topic.
 func (s *Store) Partition(topic string, n int) keys.Partition { return keys.For(s.ns, topic, n) }
 
-// script is one call of a script: its KEYS and its own arguments (from ARGV[4] on).
+// script is one call of a script: its keys and its own arguments (from ARGV[4] on).
 type script struct {
-	keys []string
+	// part is the partition a call of a partition's script is made in: the script takes those
+	// of its keys it names (luaScript.keys), then extra. A call of a script of no partition
+	// gives its keys in keys instead.
+	part  keys.Partition
+	extra []string
+	keys  []string
+	// call is the key of the call's record (Partition.Call), "" for a call that records none.
+	call string
 	args []any
-	// records says whether KEYS holds a call record, which ARGV[2] then keeps for the window.
+	// records says whether the call records its outcome, which ARGV[2] then keeps for the window.
 	records bool
 	// variant, when set, is the script to run instead of the one the call is made with: a
 	// variant of it that this call needs (upsertScript), or that is enough for it (a bare
 	// one, see bareWithout).
-	variant *redis.Script
+	variant *luaScript
 }
 
 // read is a call of a script that changes nothing.
-func read(p keys.Partition, args ...any) script { return script{keys: p.All(), args: args} }
+func read(p keys.Partition, args ...any) script { return script{part: p, args: args} }
 
 // write is a call of a script that changes state, recorded under call id.
 func write(p keys.Partition, call string, args ...any) script {
-	return script{keys: append(p.All(), p.Call(call)), args: args, records: true}
+	return script{part: p, call: p.Call(call), args: args, records: true}
 }
 
 func (s *Store) argv(c script) []any {
@@ -187,16 +194,37 @@ func (s *Store) argv(c script) []any {
 	return append([]any{s.clockOffset.Load(), window, s.archive.Load()}, c.args...)
 }
 
-func (s *Store) run(ctx context.Context, sc *redis.Script, c script) *redis.Cmd {
-	return c.script(sc).Run(ctx, s.rdb, c.keys, s.argv(c)...)
+func (s *Store) run(ctx context.Context, sc *luaScript, c script) *redis.Cmd {
+	sc = c.script(sc)
+	return sc.Run(ctx, s.rdb, c.keysFor(sc), s.argv(c)...)
 }
 
 // script returns the script call c runs when made with sc.
-func (c script) script(sc *redis.Script) *redis.Script {
+func (c script) script(sc *luaScript) *luaScript {
 	if c.variant != nil {
 		return c.variant
 	}
 	return sc
+}
+
+// keysFor returns the KEYS of call c of script sc: the keys of c's partition that sc names, in
+// its order, then c's extra keys; or c's keys, for a script of no partition. It panics when sc
+// names the call's record and c has none: the keys after it would be off by one.
+func (c script) keysFor(sc *luaScript) []string {
+	if sc.keys == nil {
+		return c.keys
+	}
+	out := make([]string, 0, len(sc.keys)+len(c.extra))
+	for _, k := range sc.keys {
+		if k < keys.Count {
+			out = append(out, c.part.Key(k))
+		} else if c.call != "" {
+			out = append(out, c.call)
+		} else {
+			panic("store: a call without a record of a script that records its calls")
+		}
+	}
+	return append(out, c.extra...)
 }
 
 // NewJob is a job to add, already validated, in the units the scripts take.
@@ -283,7 +311,7 @@ func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs []
 // pipelined runs script sc n times in one pipeline and returns each call's command and error.
 // Calls that find the server's script cache empty (after a restart, a failover or SCRIPT
 // FLUSH) ran nothing, so they alone are sent again with the script's text.
-func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call func(i int) script) ([]*redis.Cmd, []error) {
+func (s *Store) pipelined(ctx context.Context, sc *luaScript, n int, call func(i int) script) ([]*redis.Cmd, []error) {
 	cmds := make([]*redis.Cmd, n)
 	calls := make([]script, n)
 	pending := make([]int, n)
@@ -307,10 +335,11 @@ func (s *Store) pipelined(ctx context.Context, sc *redis.Script, n int, call fun
 		_, _ = s.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 			for _, i := range pending {
 				c := calls[i]
+				run := c.script(sc)
 				if eval {
-					cmds[i] = c.script(sc).Eval(ctx, pipe, c.keys, s.argv(c)...)
+					cmds[i] = run.Eval(ctx, pipe, c.keysFor(run), s.argv(c)...)
 				} else {
-					cmds[i] = c.script(sc).EvalSha(ctx, pipe, c.keys, s.argv(c)...)
+					cmds[i] = run.EvalSha(ctx, pipe, c.keysFor(run), s.argv(c)...)
 				}
 			}
 			if confirm {
@@ -361,7 +390,7 @@ func (s *Store) enqueueCall(p keys.Partition, jobs []NewJob) script {
 	c := write(p, NewCallID(), s.enqueueArgs(jobs)...)
 	for _, j := range jobs {
 		if j.Print != nil {
-			c.keys = append(c.keys, p.Ended(j.ID))
+			c.extra = append(c.extra, p.Ended(j.ID))
 		}
 		if j.OnConflict != ConflictReject {
 			c.variant = upsertScript
@@ -498,7 +527,7 @@ func parseEnqueue(cmd *redis.Cmd, n int) (int64, []Added, error) {
 // deleted, within it is an *EndedError; any other missing job ErrNotFound.
 func (s *Store) Cancel(ctx context.Context, p keys.Partition, id string) error {
 	c := write(p, NewCallID(), id)
-	c.keys = append(c.keys, p.Ended(id))
+	c.extra = append(c.extra, p.Ended(id))
 	v, err := s.run(ctx, cancelScript, c).Result()
 	if err != nil {
 		return fmt.Errorf("delayq: cancel: %w", err)
@@ -571,7 +600,7 @@ func (s *Store) Reschedule(ctx context.Context, p keys.Partition, id string, rel
 // Get reads one job.
 func (s *Store) Get(ctx context.Context, p keys.Partition, id string) (Record, error) {
 	c := read(p, id)
-	c.keys = append(c.keys, p.Ended(id))
+	c.extra = append(c.extra, p.Ended(id))
 	v, err := s.run(ctx, getScript, c).Result()
 	if errors.Is(err, redis.Nil) {
 		return Record{}, ErrNotFound

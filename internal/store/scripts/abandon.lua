@@ -1,7 +1,7 @@
 -- abandon.lua: undo a reserve call whose answer its caller never read (the caller gave up, or
 -- the connection broke): the jobs it leased are put back as if never leased, their attempt not
 -- counted, and a call that has not run yet never will.
--- KEYS: see lib.lua; KEYS[12] is the reserve call's record.
+-- KEYS: see lib.lua; CALL is the reserve call's record.
 -- ARGV[4] the reserve call's lease secret.
 -- Returns {0} when the call had not run (its acks did not happen either), else {1, acked, n}:
 -- acked as the reserve answered it, n the jobs put back.

@@ -1,5 +1,5 @@
 -- cancel.lua: delete a job in any state; it is never handed out again, and its lease dies with it.
--- KEYS: see lib.lua; KEYS[13] is the job's ended marker (mark_ended). ARGV[4] id.
+-- KEYS: see lib.lua; KEYS[NKEYS + 1] is the job's ended marker (mark_ended). ARGV[4] id.
 -- Returns 1 when the job existed, or had been cancelled since (a cancel retried after a lost
 -- answer), 0 when there was none; {outcome, at} when it ended otherwise: END_ACKED or END_DEAD
 -- (dead, then deleted), and when. "Since" is within the replay window of its creation, or
@@ -9,7 +9,7 @@
 local id = ARGV[4]
 local r = recorded()
 if r and r ~= '' then return cmsgpack.unpack(r) end
-local ENDED = KEYS[13]
+local ENDED = KEYS[NKEYS + 1]
 local rec = (ARCHIVE ~= 0 or ENDED) and redis.call('HGET', JOBS, id)
 if redis.call('HDEL', JOBS, id) == 0 then
   local outcome, at, created, _, taken = ended_by(ENDED)

@@ -1,5 +1,5 @@
 -- dead_delete.lua: delete dead jobs for good.
--- KEYS: see lib.lua; for 'ids', KEYS[12 + k] is the ended
+-- KEYS: see lib.lua; for 'ids', KEYS[NKEYS + k] is the ended
 -- marker of the k-th id (mark_ended): jobs deleted by 'all' leave none, as their ids are not
 -- known before the script runs.
 -- ARGV[4] 'all' or 'ids'; ARGV[5] limit (for 'all'); ARGV[6..] ids (for 'ids').
@@ -13,14 +13,14 @@ if ARGV[4] == 'all' then
 else
   ids = {unpack(ARGV, 6)}
 end
-local marks = ARGV[4] == 'ids' and #KEYS > 12
+local marks = ARGV[4] == 'ids' and #KEYS > NKEYS
 local n = 0
 for k, id in ipairs(ids) do
   if redis.call('ZREM', DEAD, id) == 1 then
     local rec = (ARCHIVE ~= 0 or marks) and redis.call('HGET', JOBS, id)
     if rec and ARCHIVE ~= 0 then archive('dead_deleted', id, rec, attempts_of(rec)) end
     redis.call('HDEL', JOBS, id)
-    if marks then mark_ended(KEYS[12 + k], END_DEAD, rec) end
+    if marks then mark_ended(KEYS[NKEYS + k], END_DEAD, rec) end
     n = n + 1
   end
 end

@@ -1,5 +1,5 @@
 -- enqueue.lua: add jobs to one partition; each job succeeds or fails alone.
--- KEYS: see lib.lua; KEYS[13..] are the ended markers (mark_ended) of the jobs with a
+-- KEYS: see lib.lua; KEYS[NKEYS + 1..] are the ended markers (mark_ended) of the jobs with a
 -- fingerprint, in order.
 -- ARGV[4] job count n; ARGV[5] the jobs' kinds, a character each, '0' plus the sum of: 1 for a
 -- push job (a callback URL); 2 for a fingerprint of what the caller asked (store.Fingerprint,
@@ -149,7 +149,7 @@ local repeats = {}
 local traces -- made only when a repeat needs it
 local jobs -- made only when a job is kept or replaced: {i, job as reply() makes it, ...}
 local whole = false -- whether the call's record must be its whole answer (see replay)
-local marker = 12 -- the last ended marker's position in KEYS
+local marker = NKEYS -- the last ended marker's position in KEYS
 -- The unique_for of a job that names none: the topic's (its settings' unique_for_ms), else the
 -- caller's default (the argument after the jobs, when given), else 0; read once per call.
 local default_unique

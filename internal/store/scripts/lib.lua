@@ -1,6 +1,7 @@
 -- lib.lua: shared prelude, prepended to every delayq script when it is loaded.
 --
--- KEYS (the same for every script, built by internal/keys, all in one partition's hash slot):
+-- KEYS (built by internal/keys, all in one partition's hash slot; see below for which a script
+-- is given):
 --   KEYS[1] jobs       HASH  job id -> job record
 --   KEYS[2] delayed    ZSET  job id, score = due time (Unix ms)
 --   KEYS[3] ready      ZSET  due pull jobs, score = ready_score(priority, due time)
@@ -21,11 +22,11 @@
 --   KEYS[12] call      STRING this call's recorded outcome (scripts that change state only)
 -- A script that ends jobs named in its call (ack, reserve's acks, cancel, dead_delete by id)
 -- is given the ended marker (Partition.Ended, STRING) of each job that may leave one after its
--- other keys (an ack, of each marked lease: see held); its header says where (see mark_ended).
+-- own keys (an ack, of each marked lease: see held); its header says where (see mark_ended).
 -- ARGV[1] is always a clock offset in ms added to the server's TIME: 0 in production, set by tests
 -- to move time forward. The Redis server's clock decides every due time; a client's clock never does.
 -- ARGV[2] is always the replay window in ms: a script that changed something records its outcome
--- under KEYS[12] for that long, and a second run of the same call (a Redis client re-sending it
+-- under CALL for that long, and a second run of the same call (a Redis client re-sending it
 -- after a lost reply, or the caller retrying) answers that outcome instead of acting again.
 -- 0 records nothing.
 -- ARGV[3] is always the archive setting: 0 when job outcomes are not archived, else the most
@@ -39,10 +40,24 @@
 -- store encodes a new job's record itself; enqueue only adds the server's time.
 -- A job's state is where its id is: leased (reserved), in the dead set (dead), or else pending.
 
-local JOBS, DELAYED, READY, READY_PUSH = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local RESERVED, DEAD, NOTIFY, LEASES = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local SETTINGS, STARTS = KEYS[9], KEYS[10]
-local HISTORY, CALL, WINDOW = KEYS[11], KEYS[12], tonumber(ARGV[2])
+-- A script is given only the keys it names, in this order, numbered from 1 (scripts.go numbers
+-- them when it assembles the script, and the Go store passes just those): a key costs Redis
+-- about 1,400 instructions a call, whether the script touches it or not. Keys a call adds after
+-- them (ended markers, per-lease records) start at KEYS[NKEYS + 1]: NKEYS is the count of the
+-- script's own, put in place of the name like a constant.
+local JOBS = KEYS[1]
+local DELAYED = KEYS[2]
+local READY = KEYS[3]
+local READY_PUSH = KEYS[4]
+local RESERVED = KEYS[5]
+local DEAD = KEYS[6]
+local NOTIFY = KEYS[7]
+local LEASES = KEYS[8]
+local SETTINGS = KEYS[9]
+local STARTS = KEYS[10]
+local HISTORY = KEYS[11]
+local CALL = KEYS[12]
+local WINDOW = tonumber(ARGV[2])
 local ARCHIVE = tonumber(ARGV[3])
 
 -- Record fields, by position. Plain locals rather than tables: a script builds its prelude on

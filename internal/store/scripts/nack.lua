@@ -1,5 +1,5 @@
 -- nack.lua: a reserved job's attempt failed; retry it after a delay, or bury it.
--- KEYS: see lib.lua (KEYS[12] is per lease: nacking a lease again answers as the first did).
+-- KEYS: see lib.lua (CALL is per lease: nacking a lease again answers as the first did).
 -- ARGV[4] id; ARGV[5] lease; ARGV[6] error text; ARGV[7] delay in ms ('' for the job's backoff
 -- step); ARGV[8] '1' to send it to the dead letters; ARGV[9] the job's new stored priority, or
 -- '' to keep it.

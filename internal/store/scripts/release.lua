@@ -4,7 +4,7 @@
 -- as a failed attempt would (fail in lib.lua: history, archive and dead letters agree). A release
 -- that is not the consumer's choice (a Worker shutting down, a beanstalkd client disconnecting)
 -- counts nothing.
--- KEYS: see lib.lua (KEYS[12] is per lease: releasing a lease again answers as the first did).
+-- KEYS: see lib.lua (CALL is per lease: releasing a lease again answers as the first did).
 -- ARGV[4] id; ARGV[5] lease; ARGV[6] delay in ms; ARGV[7] the job's new stored priority, or ''
 -- to keep it; ARGV[8] '1' for a snooze, else '0' (or absent); ARGV[9] the due time in Unix ms
 -- instead of the delay, or '' (or absent).

@@ -7,7 +7,7 @@
 -- of records (0: no bound; the first job is taken whatever its size); ARGV[7] lease secret
 -- (random, from the caller: each job's token is lease_token(secret, id)); ARGV[8] bulk limit;
 -- ARGV[9] ttr override in ms (0: each job's own); ARGV[10..] pairs of id, lease to ack first (a
--- worker's finished jobs ride along with its next reserve). KEYS[12 + m] is the ended marker
+-- worker's finished jobs ride along with its next reserve). KEYS[NKEYS + m] is the ended marker
 -- (mark_ended) of the job of the m-th ack pair whose lease is marked (held).
 -- Returns: {now, next, acked, job_1, ..., job_k}: next is next_due()'s (now when due jobs
 -- remain, the partition's next due time or lease deadline, -1 when there is nothing, PAUSED
@@ -44,7 +44,7 @@ if r then
 end
 
 local ended
-if #KEYS > 12 then ended = 13 end
+if #KEYS > NKEYS then ended = NKEYS + 1 end
 local acked = ack_leases(10, ended)
 local limit = tonumber(ARGV[8])
 expire_leases(limit)

@@ -1,6 +1,6 @@
 -- tick.lua: enqueue the job of one schedule's tick, unless this partition has had that tick or
 -- a later one of the schedule.
--- KEYS: see lib.lua; KEYS[13] ticks: HASH schedule name -> the latest tick (Unix ms) of the
+-- KEYS: see lib.lua; KEYS[NKEYS + 1] ticks: HASH schedule name -> the latest tick (Unix ms) of the
 -- schedule whose job was enqueued in this partition.
 -- ARGV[4] the schedule's name, ARGV[5] the tick (Unix ms), then the job: ARGV[6] its id,
 -- ARGV[7] its lane ('1' push, '0' pull), ARGV[8] and ARGV[9] the record's fields before
@@ -15,7 +15,7 @@
 -- marked and its next look decides afresh. The tick is marked on 1 and 2. A tick's job is always in the partition of its
 -- id, so the mark decides every attempt at the tick, whichever scheduler makes it and however
 -- late: a tick is enqueued once. A second run of the call answers what the first did.
-local TICKS = KEYS[13]
+local TICKS = KEYS[NKEYS + 1]
 local name, tick, id = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 local again = recorded()
 if again and again ~= '' then return {cmsgpack.unpack(again)} end

@@ -16,8 +16,8 @@
 //	go run ./cmd/delayq/bench/scriptcost [-calls 2000]
 //	go run ./cmd/delayq/bench/scriptcost -check
 //
-// -check runs the variants internal/budget guards, budget.CostCalls calls each, and fails when
-// one costs more than its budget.
+// -check runs the variants internal/budget guards, as many calls each as their budget says,
+// and fails when one costs more than its budget.
 package main
 
 import (
@@ -49,18 +49,20 @@ type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...any) {}
 
-// variant is one kind of call, perJob jobs a call. run sets itself up, calls count, then makes
-// calls calls: only what follows count is counted.
+// variant is one kind of call, perJob jobs a call. run sets itself up, then makes calls calls,
+// counting them with count: only what it does between count.Start and count.Stop is counted
+// (and from its last Start to its end).
 type variant struct {
 	name   string
 	guard  string // its name in budget.Instructions, "" when not guarded
 	perJob int
-	run    func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error
+	rounds bool // whether it counts each call alone
+	run    func(ctx context.Context, rdb *redis.Client, calls int, count *counter) error
 }
 
 func main() {
 	calls := flag.Int("calls", 2000, "calls per variant")
-	check := flag.Bool("check", false, "run the variants internal/budget guards, budget.CostCalls calls each, and fail when one is over its budget")
+	check := flag.Bool("check", false, "run the variants internal/budget guards and fail when one is over its budget")
 	flag.Parse()
 	log.SetFlags(0)
 	for _, tool := range []string{"valgrind", "callgrind_control"} {
@@ -80,7 +82,11 @@ func main() {
 	fmt.Println("| variant | instructions per call | per job |")
 	fmt.Println("|---|---:|---:|")
 	for _, v := range variants() {
-		perCall, err := instructions(ctx, v, *calls)
+		n := *calls
+		if v.rounds {
+			n = max(1, n/20) // each call is counted alone: a tenth of a second's work
+		}
+		perCall, err := instructions(ctx, v, n)
 		if err != nil {
 			log.Fatalf("scriptcost: %s: %v", v.name, err)
 		}
@@ -105,7 +111,7 @@ func checkBudgets(ctx context.Context) bool {
 		}
 		var runs []int64
 		for range 3 {
-			perCall, err := instructions(ctx, v, budget.CostCalls)
+			perCall, err := instructions(ctx, v, b.Calls)
 			if err != nil {
 				log.Fatalf("scriptcost: %s: %v", v.name, err)
 			}
@@ -124,21 +130,21 @@ func checkBudgets(ctx context.Context) bool {
 
 func variants() []variant {
 	return []variant{
-		{"an empty script (`return 1`), no keys or arguments", "", 1, emptyScript(false)},
-		{"the empty script given an enqueue's 12 keys and 10 arguments", "", 1, emptyScript(true)},
-		{"floor: one EVALSHA (TIME, HSET, ZADD)", "", 1, runFloor},
-		{"delayq Enqueue, replay window 0 (no call record)", "", 1, enqueueWith(-1, 1)},
-		{"delayq Enqueue (default: call record kept 30 s)", "enqueue", 1, enqueueWith(0, 1)},
-		{"delayq, 16 jobs a call, replay window 0", "", 16, enqueueWith(-1, 16)},
-		{"delayq, 16 jobs a call (as 16 producers coalesce)", "enqueue-16", 16, enqueueWith(0, 16)},
-		{"delayq Reserve of 16 due jobs", "reserve-16", 16, reserve16},
-		{"delayq Ack of one lease", "ack", 1, ackOne},
-		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", "", 1, lifecycle(-1, false, false)},
-		{"delayq Enqueue, Reserve and Ack of one job", "", 1, lifecycle(0, false, false)},
-		{"delayq Enqueue, Reserve and Ack of one job with an id (a fingerprint, an ended marker)", "", 1, lifecycle(0, false, true)},
-		{"the same, its id kept taken for an hour once acked (unique_for 1 h)", "", 1, lifecycleUnique(time.Hour)},
-		{"the same, unique_for from the topic's default (1 h)", "", 1, lifecycleUnique(-1)},
-		{"delayq Enqueue, Reserve and Ack of one job, history archived", "", 1, lifecycle(0, true, false)},
+		{"an empty script (`return 1`), no keys or arguments", "", 1, false, emptyScript(false)},
+		{"the empty script given a lone enqueue's 6 keys and 10 arguments", "", 1, false, emptyScript(true)},
+		{"floor: one EVALSHA (TIME, HSET, ZADD)", "", 1, false, runFloor},
+		{"delayq Enqueue, replay window 0 (no call record)", "", 1, false, enqueueWith(-1, 1)},
+		{"delayq Enqueue (default: call record kept 30 s)", "enqueue", 1, false, enqueueWith(0, 1)},
+		{"delayq, 16 jobs a call, replay window 0", "", 16, false, enqueueWith(-1, 16)},
+		{"delayq, 16 jobs a call (as 16 producers coalesce)", "enqueue-16", 16, false, enqueueWith(0, 16)},
+		{"delayq Reserve of 16 due jobs (acked before the next, uncounted)", "reserve-16", 16, true, reserve16},
+		{"delayq Ack of one lease of 16 held", "ack", 1, false, ackOne},
+		{"delayq Enqueue, Reserve and Ack of one job, replay window 0", "", 1, false, lifecycle(-1, false, false)},
+		{"delayq Enqueue, Reserve and Ack of one job", "", 1, false, lifecycle(0, false, false)},
+		{"delayq Enqueue, Reserve and Ack of one job with an id (a fingerprint, an ended marker)", "", 1, false, lifecycle(0, false, true)},
+		{"the same, its id kept taken for an hour once acked (unique_for 1 h)", "", 1, false, lifecycleUnique(time.Hour)},
+		{"the same, unique_for from the topic's default (1 h)", "", 1, false, lifecycleUnique(-1)},
+		{"delayq Enqueue, Reserve and Ack of one job, history archived", "", 1, false, lifecycle(0, true, false)},
 	}
 }
 
@@ -159,13 +165,13 @@ func open(ctx context.Context, rdb *redis.Client, window time.Duration) (*delayq
 // lifecycle enqueues, reserves and acks one job a call with the given replay window, its end
 // appended to its partition's history stream when archived is set (no archiver reads it here),
 // each job with an id of the caller's when named is set.
-func lifecycle(window time.Duration, archived, named bool) func(context.Context, *redis.Client, int, func() error) error {
+func lifecycle(window time.Duration, archived, named bool) func(context.Context, *redis.Client, int, *counter) error {
 	return lifecycleOf(window, archived, named, 0, 0)
 }
 
 // lifecycleUnique is lifecycle of jobs with an id that keep it taken for unique once acked:
 // their own Spec.UniqueFor, or, when unique is below 0, the topic's default of an hour.
-func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, int, func() error) error {
+func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, int, *counter) error {
 	if unique < 0 {
 		return lifecycleOf(0, false, true, 0, time.Hour)
 	}
@@ -174,8 +180,8 @@ func lifecycleUnique(unique time.Duration) func(context.Context, *redis.Client, 
 
 // lifecycleOf is lifecycle with each job's Spec.UniqueFor set to unique, and the topic's
 // default to topicUnique when it is above 0.
-func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique time.Duration) func(context.Context, *redis.Client, int, func() error) error {
-	return func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique time.Duration) func(context.Context, *redis.Client, int, *counter) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int, count *counter) error {
 		c, err := open(ctx, rdb, window)
 		if err != nil {
 			return err
@@ -191,7 +197,7 @@ func lifecycleOf(window time.Duration, archived, named bool, unique, topicUnique
 				return err
 			}
 		}
-		if err := count(); err != nil {
+		if err := count.Start(); err != nil {
 			return err
 		}
 		for i := range calls {
@@ -228,8 +234,9 @@ func dueJobs(ctx context.Context, c *delayq.Client, n int) error {
 	return nil
 }
 
-// reserve16 reserves 16 due jobs a call, from 16 times calls enqueued before counting.
-func reserve16(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+// reserve16 reserves 16 due jobs a call, from 16 times calls enqueued before counting; the
+// jobs of each call are acked before the next, uncounted, as a worker's would be.
+func reserve16(ctx context.Context, rdb *redis.Client, calls int, count *counter) error {
 	c, err := open(ctx, rdb, 0)
 	if err != nil {
 		return err
@@ -238,20 +245,29 @@ func reserve16(ctx context.Context, rdb *redis.Client, calls int, count func() e
 	if err := dueJobs(ctx, c, 16*calls); err != nil {
 		return err
 	}
-	if err := count(); err != nil {
-		return err
-	}
 	for range calls {
+		if err := count.Start(); err != nil {
+			return err
+		}
 		jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 16, TTR: time.Hour})
 		if err != nil || len(jobs) != 16 {
 			return fmt.Errorf("reserve: %d jobs, %v", len(jobs), err)
+		}
+		if err := count.Stop(); err != nil {
+			return err
+		}
+		for _, j := range jobs {
+			if err := c.Ack(ctx, j.Lease()); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// ackOne acks one lease a call, of the calls jobs reserved before counting.
-func ackOne(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+// ackOne acks one lease a call, from jobs reserved 16 at a time, uncounted, as a worker with
+// 16 handlers holds them.
+func ackOne(ctx context.Context, rdb *redis.Client, calls int, count *counter) error {
 	c, err := open(ctx, rdb, 0)
 	if err != nil {
 		return err
@@ -260,29 +276,29 @@ func ackOne(ctx context.Context, rdb *redis.Client, calls int, count func() erro
 	if err := dueJobs(ctx, c, calls); err != nil {
 		return err
 	}
-	var leases []delayq.Lease
-	for len(leases) < calls {
-		jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: 16, TTR: time.Hour})
+	for left := calls; left > 0; {
+		jobs, err := c.Reserve(ctx, "cost", delayq.ReserveOptions{Max: min(16, left), TTR: time.Hour})
 		if err != nil || len(jobs) == 0 {
 			return fmt.Errorf("reserve: %d jobs, %v", len(jobs), err)
 		}
-		for _, j := range jobs {
-			leases = append(leases, j.Lease())
-		}
-	}
-	if err := count(); err != nil {
-		return err
-	}
-	for _, l := range leases {
-		if err := c.Ack(ctx, l); err != nil {
+		if err := count.Start(); err != nil {
 			return err
 		}
+		for _, j := range jobs {
+			if err := c.Ack(ctx, j.Lease()); err != nil {
+				return err
+			}
+		}
+		if err := count.Stop(); err != nil {
+			return err
+		}
+		left -= len(jobs)
 	}
 	return nil
 }
 
 // runFloor enqueues through the benchmark's floor contestant, one call per job.
-func runFloor(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+func runFloor(ctx context.Context, rdb *redis.Client, calls int, count *counter) error {
 	q, err := (&bench.Floor{RDB: rdb}).Open(ctx, "cost")
 	if err != nil {
 		return err
@@ -290,7 +306,7 @@ func runFloor(ctx context.Context, rdb *redis.Client, calls int, count func() er
 	if _, err := q.Produce(ctx, bench.Plan{N: 1, Delay: time.Hour}); err != nil {
 		return err
 	}
-	if err := count(); err != nil {
+	if err := count.Start(); err != nil {
 		return err
 	}
 	_, err = q.Produce(ctx, bench.Plan{N: calls, Delay: time.Hour})
@@ -298,24 +314,23 @@ func runFloor(ctx context.Context, rdb *redis.Client, calls int, count func() er
 }
 
 // emptyScript calls a script that does nothing, with no keys or arguments, or with as many
-// (and as long) as delayq's Enqueue of one job passes: its 12 keys, the call's replay settings
+// (and as long) as delayq's Enqueue of one job passes: its 6 keys, the call's replay settings
 // and the job's id, delay and record around a 100-byte body. The difference is what Redis
 // spends on a call's arguments alone (each becomes a Lua string in the KEYS or ARGV table).
-func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int, func() error) error {
-	return func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int, *counter) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int, count *counter) error {
 		script := redis.NewScript("return 1")
 		if err := script.Load(ctx, rdb).Err(); err != nil {
 			return err
 		}
-		if err := count(); err != nil {
+		if err := count.Start(); err != nil {
 			return err
 		}
 		for i := range calls {
 			var keys []string
 			var args []any
 			if enqueueArgs {
-				for _, k := range []string{"jobs", "delayed", "ready", "ready:push", "reserved", "dead",
-					"notify", "leases", "settings", "starts", "history"} {
+				for _, k := range []string{"jobs", "delayed", "dead", "notify", "settings"} {
 					keys = append(keys, "delayq:{cost#0}:"+k)
 				}
 				keys = append(keys, fmt.Sprintf("delayq:{cost#0}:call:%016d", i))
@@ -333,8 +348,8 @@ func emptyScript(enqueueArgs bool) func(context.Context, *redis.Client, int, fun
 
 // enqueueWith enqueues through a delayq Client with the given replay window, perCall jobs a
 // call (EnqueueBatch when more than one).
-func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis.Client, int, func() error) error {
-	return func(ctx context.Context, rdb *redis.Client, calls int, count func() error) error {
+func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis.Client, int, *counter) error {
+	return func(ctx context.Context, rdb *redis.Client, calls int, count *counter) error {
 		c, err := open(ctx, rdb, window)
 		if err != nil {
 			return err
@@ -349,7 +364,7 @@ func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis
 				return err
 			}
 		}
-		if err := count(); err != nil {
+		if err := count.Start(); err != nil {
 			return err
 		}
 		for i := range calls {
@@ -369,8 +384,8 @@ func enqueueWith(window time.Duration, perCall int) func(context.Context, *redis
 	}
 }
 
-// instructions runs redis-server under callgrind, lets v set itself up, then counts the
-// instructions the server executes for calls calls of v, and returns them per call.
+// instructions runs redis-server under callgrind and v in it, and returns the instructions the
+// server executed for v's calls (what v counted), per call.
 func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 	bin, err := redisproc.Binary()
 	if err != nil {
@@ -403,17 +418,11 @@ func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 	if err := p.WaitReady(wctx, 50*time.Millisecond, redisproc.PingReady(rdb)); err != nil {
 		return 0, err
 	}
-	control := func(op string) error {
-		b, err := exec.CommandContext(ctx, "callgrind_control", op, strconv.Itoa(p.Pid())).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("callgrind_control %s: %v: %s", op, err, b)
-		}
-		return nil
-	}
-	if err := v.run(ctx, rdb, calls, func() error { return control("-z") }); err != nil {
+	count := &counter{ctx: ctx, pid: p.Pid()}
+	if err := v.run(ctx, rdb, calls, count); err != nil {
 		return 0, err
 	}
-	if err := control("-d"); err != nil {
+	if err := count.Stop(); err != nil {
 		return 0, err
 	}
 	_ = rdb.Do(ctx, "shutdown", "nosave").Err()
@@ -422,12 +431,52 @@ func instructions(ctx context.Context, v variant, calls int) (int64, error) {
 	case <-time.After(time.Minute):
 		return 0, fmt.Errorf("redis-server did not stop")
 	}
-	// The dump after zeroing is the first numbered one (out.1); out is what came after it.
-	total, err := totalInstructions(out + ".1")
-	if err != nil {
-		return 0, err
+	// Each Stop dumped what was counted since its Start: out.1, out.2, and so on.
+	var total int64
+	for i := 1; i <= count.dumps; i++ {
+		n, err := totalInstructions(out + "." + strconv.Itoa(i))
+		if err != nil {
+			return 0, err
+		}
+		total += n
 	}
 	return total / int64(calls), nil
+}
+
+// counter starts and stops callgrind's counting in a running redis-server (callgrind_control
+// -z and -d, about a tenth of a second each).
+type counter struct {
+	ctx      context.Context
+	pid      int
+	counting bool
+	dumps    int // the dumps written so far
+}
+
+// Start zeroes the counters: what the server does from now on is counted.
+func (c *counter) Start() error {
+	if c.counting {
+		return nil
+	}
+	c.counting = true
+	return c.control("-z")
+}
+
+// Stop writes out what was counted since Start, and stops counting.
+func (c *counter) Stop() error {
+	if !c.counting {
+		return nil
+	}
+	c.counting = false
+	c.dumps++
+	return c.control("-d")
+}
+
+func (c *counter) control(op string) error {
+	b, err := exec.CommandContext(c.ctx, "callgrind_control", op, strconv.Itoa(c.pid)).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("callgrind_control %s: %v: %s", op, err, b)
+	}
+	return nil
 }
 
 // totalInstructions reads the total of a callgrind output file (its "summary:" or "totals:"

@@ -16,7 +16,8 @@ import (
 // before counting. (Not under the race detector, which allocates for itself: make check-cost
 // runs it.)
 func TestAllocationsPerCall(t *testing.T) {
-	const runs = 400
+	b := budget.Allocations["http enqueue"]
+	runs := b.Calls
 	e := newEnv(t, nil)
 	body := `{"body":"` + strings.Repeat("x", 98) + `","delay_ms":3600000}`
 	reqs := make([]*http.Request, runs+1)
@@ -36,7 +37,7 @@ func TestAllocationsPerCall(t *testing.T) {
 			t.Fatalf("POST answered %d: %s", w.Code, w.Body)
 		}
 	}
-	verdict, ok := budget.Allocations["http enqueue"].Judge(got)
+	verdict, ok := b.Judge(got)
 	if !ok {
 		t.Fatalf("http enqueue: %.2f allocations per call: %s", got, verdict)
 	}
