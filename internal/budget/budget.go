@@ -76,10 +76,10 @@ var Instructions = map[string]Cost{
 // over Calls calls). The margin is under one allocation.
 var Allocations = map[string]Cost{
 	// Client.Enqueue of one job with a 100-byte body (TestAllocationsPerCall/enqueue).
-	"enqueue": {Today: 65, Max: 65.5, Calls: 400},
+	"enqueue": {Today: 48, Max: 48.5, Calls: 400},
 	// Client.Reserve of one job and Client.Ack of its lease (TestAllocationsPerCall/reserve_ack).
-	"reserve+ack": {Today: 149, Max: 149.5, Calls: 400},
+	"reserve+ack": {Today: 113, Max: 113.5, Calls: 400},
 	// POST /v1/topics/{topic}/jobs of one job, through the server's handler
 	// (cmd/delayq/internal/httpapi's TestAllocationsPerCall).
-	"http enqueue": {Today: 116, Max: 116.5, Calls: 400},
+	"http enqueue": {Today: 93, Max: 93.5, Calls: 400},
 }

@@ -38,24 +38,22 @@ func New[Req, Res any](maxBatch, maxInFlight int, flush func(context.Context, []
 // Do queues req and returns its result once the flush that carried it is done. When ctx ends
 // first it returns ok false: the request may still take effect, as with any timed-out call.
 func (c *Coalescer[Req, Res]) Do(ctx context.Context, req Req) (res Res, ok bool) {
-	w := &waiter[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
 	c.mu.Lock()
-	c.queue = append(c.queue, w)
 	start := c.inFlight < c.maxInFlight
 	if start {
 		c.inFlight++
 	}
-	alone := start && len(c.queue) == 1
-	if alone {
-		c.queue = c.queue[:0]
-	}
-	c.mu.Unlock()
-	if alone {
-		// No hand-off to another goroutine, and the call's own context bounds the round trip.
+	if start && len(c.queue) == 0 {
+		c.mu.Unlock()
+		// Alone: no hand-off to another goroutine, nothing to wait on, and the call's own
+		// context bounds the round trip.
 		res = c.flush(ctx, []Req{req})[0]
 		c.handOff()
 		return res, ctx.Err() == nil
 	}
+	w := &waiter[Req, Res]{ctx: ctx, req: req, done: make(chan struct{})}
+	c.queue = append(c.queue, w)
+	c.mu.Unlock()
 	if start {
 		go c.run()
 	}

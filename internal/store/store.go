@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,8 @@ type Store struct {
 
 	// archive is ARGV[3] of every script: 0, or the history stream's bound (see SetArchive).
 	archive atomic.Int64
+
+	partKeys keyCache
 }
 
 // New returns a Store for keys under namespace ns.
@@ -196,7 +199,7 @@ func (s *Store) argv(c script) []any {
 
 func (s *Store) run(ctx context.Context, sc *luaScript, c script) *redis.Cmd {
 	sc = c.script(sc)
-	return sc.Run(ctx, s.rdb, c.keysFor(sc), s.argv(c)...)
+	return sc.Run(ctx, s.rdb, s.keysFor(c, sc), s.argv(c)...)
 }
 
 // script returns the script call c runs when made with sc.
@@ -210,14 +213,15 @@ func (c script) script(sc *luaScript) *luaScript {
 // keysFor returns the KEYS of call c of script sc: the keys of c's partition that sc names, in
 // its order, then c's extra keys; or c's keys, for a script of no partition. It panics when sc
 // names the call's record and c has none: the keys after it would be off by one.
-func (c script) keysFor(sc *luaScript) []string {
+func (s *Store) keysFor(c script, sc *luaScript) []string {
 	if sc.keys == nil {
 		return c.keys
 	}
+	part := s.partKeys.of(c.part)
 	out := make([]string, 0, len(sc.keys)+len(c.extra))
 	for _, k := range sc.keys {
 		if k < keys.Count {
-			out = append(out, c.part.Key(k))
+			out = append(out, part[k])
 		} else if c.call != "" {
 			out = append(out, c.call)
 		} else {
@@ -225,6 +229,39 @@ func (c script) keysFor(sc *luaScript) []string {
 		}
 	}
 	return append(out, c.extra...)
+}
+
+// keyCache holds the keys of the partitions a Store has called scripts in, so that a call
+// does not build them anew: up to maxCachedParts partitions, past which keys are built per
+// call (a process that sees more is no hot path for any one of them).
+type keyCache struct {
+	mu    sync.RWMutex
+	parts map[keys.Partition]*[keys.Count]string
+}
+
+const maxCachedParts = 4096
+
+// of returns the keys of partition p, in keys.Partition.Key's order.
+func (c *keyCache) of(p keys.Partition) *[keys.Count]string {
+	c.mu.RLock()
+	k := c.parts[p]
+	c.mu.RUnlock()
+	if k != nil {
+		return k
+	}
+	k = new([keys.Count]string)
+	for i := range k {
+		k[i] = p.Key(i)
+	}
+	c.mu.Lock()
+	if c.parts == nil {
+		c.parts = map[keys.Partition]*[keys.Count]string{}
+	}
+	if len(c.parts) < maxCachedParts {
+		c.parts[p] = k
+	}
+	c.mu.Unlock()
+	return k
 }
 
 // NewJob is a job to add, already validated, in the units the scripts take.
@@ -312,21 +349,21 @@ func (s *Store) EnqueueMany(ctx context.Context, parts []keys.Partition, jobs []
 // Calls that find the server's script cache empty (after a restart, a failover or SCRIPT
 // FLUSH) ran nothing, so they alone are sent again with the script's text.
 func (s *Store) pipelined(ctx context.Context, sc *luaScript, n int, call func(i int) script) ([]*redis.Cmd, []error) {
+	// Enqueues are confirmed by replicas when asked: WAIT covers the writes of its own
+	// connection only, so it ends each pipeline that carried them.
+	confirm := sc == enqueueScript && s.waitReplicas > 0
+	if n == 1 && !confirm {
+		// One call goes straight out: a pipeline of one costs a pipeline's setup for nothing.
+		cmd := s.run(ctx, sc, call(0))
+		return []*redis.Cmd{cmd}, []error{callError(cmd)}
+	}
+	var waits []*redis.IntCmd
 	cmds := make([]*redis.Cmd, n)
 	calls := make([]script, n)
 	pending := make([]int, n)
 	for i := range pending {
 		pending[i] = i
 		calls[i] = call(i)
-	}
-	// Enqueues are confirmed by replicas when asked: WAIT covers the writes of its own
-	// connection only, so it ends each pipeline that carried them.
-	var waits []*redis.IntCmd
-	confirm := sc == enqueueScript && s.waitReplicas > 0
-	if n == 1 && !confirm {
-		// One call goes straight out: a pipeline of one costs a pipeline's setup for nothing.
-		cmds[0] = s.run(ctx, sc, calls[0])
-		pending = nil
 	}
 	for _, eval := range []bool{false, true} {
 		if len(pending) == 0 {
@@ -337,9 +374,9 @@ func (s *Store) pipelined(ctx context.Context, sc *luaScript, n int, call func(i
 				c := calls[i]
 				run := c.script(sc)
 				if eval {
-					cmds[i] = run.Eval(ctx, pipe, c.keysFor(run), s.argv(c)...)
+					cmds[i] = run.Eval(ctx, pipe, s.keysFor(c, run), s.argv(c)...)
 				} else {
-					cmds[i] = run.EvalSha(ctx, pipe, c.keysFor(run), s.argv(c)...)
+					cmds[i] = run.EvalSha(ctx, pipe, s.keysFor(c, run), s.argv(c)...)
 				}
 			}
 			if confirm {
@@ -362,9 +399,7 @@ func (s *Store) pipelined(ctx context.Context, sc *luaScript, n int, call func(i
 	}
 	errs := make([]error, n)
 	for i, c := range cmds {
-		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
-			errs[i] = fmt.Errorf("delayq: %w", err)
-		}
+		errs[i] = callError(c)
 	}
 	for _, w := range waits {
 		n, err := w.Result()
@@ -383,6 +418,14 @@ func (s *Store) pipelined(ctx context.Context, sc *luaScript, n int, call func(i
 		}
 	}
 	return cmds, errs
+}
+
+// callError is the error of a script call, nil when it answered (redis.Nil included).
+func callError(cmd *redis.Cmd) error {
+	if err := cmd.Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("delayq: %w", err)
+	}
+	return nil
 }
 
 // enqueueCall is the call of enqueue.lua that adds jobs to partition p.

@@ -6,6 +6,7 @@ package tracing
 
 import (
 	"context"
+	"reflect"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,16 +34,40 @@ var systemAttr = semconv.MessagingSystemKey.String("delayq")
 // Tracer starts delayq's spans.
 type Tracer struct {
 	t trace.Tracer
+	// unset, for a Tracer over the global provider made while none was installed, is that
+	// provider (OpenTelemetry's default, which records nothing until one is): while it is
+	// still the global one, Start makes no span at all (see quiet).
+	unset trace.TracerProvider
 }
 
 // New returns a Tracer over tp; nil means the global provider, including one installed later:
 // the global provider's tracers pass their spans on to it.
 func New(tp trace.TracerProvider) Tracer {
-	if tp == nil {
-		tp = otel.GetTracerProvider()
+	if tp != nil {
+		return Tracer{t: tp.Tracer(Name)}
 	}
-	return Tracer{t: tp.Tracer(Name)}
+	g := otel.GetTracerProvider()
+	t := Tracer{t: g.Tracer(Name)}
+	if isDefault(g) {
+		t.unset = g
+	}
+	return t
 }
+
+// isDefault tells whether tp is the global provider OpenTelemetry has before one is installed.
+func isDefault(tp trace.TracerProvider) bool {
+	return reflect.TypeOf(tp).String() == "*global.tracerProvider"
+}
+
+// quiet tells whether no span of t can record now: it follows the global provider, and none
+// has been installed since t was made. Its spans would then be non-recording ones carrying
+// the trace context they were started in, which the caller's context carries already, so
+// making them is work for nothing: an enqueue, reserve or ack in a process without an SDK
+// makes no span and allocates nothing for tracing.
+func (t Tracer) quiet() bool { return t.unset != nil && otel.GetTracerProvider() == t.unset }
+
+// noSpan is the span a quiet Tracer answers: it records nothing, and ending it ends nothing.
+var noSpan = trace.SpanFromContext(context.Background())
 
 // Op names a messaging operation: its span name starts with it.
 type Op struct {
@@ -68,10 +93,13 @@ func newOp(name string, kind trace.SpanKind, typ attribute.KeyValue) Op {
 
 // Start starts the span of op on topic, named "<op> <topic>" as the messaging conventions ask,
 // with the given attributes besides the system, destination and operation. The attributes are
-// set once the span has started, and only when it records: an enqueue in a process without an
-// SDK then costs a few hundred nanoseconds, not a kilobyte of garbage. (A sampler sees the
-// span's name and kind, which name the operation and topic, but not its attributes.)
+// set once the span has started, and only when it records. (A sampler sees the span's name and
+// kind, which name the operation and topic, but not its attributes.) Without an SDK it makes
+// no span (see quiet).
 func (t Tracer) Start(ctx context.Context, op Op, topic string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if t.quiet() {
+		return ctx, noSpan
+	}
 	ctx, span := t.t.Start(ctx, op.name+" "+topic, op.kind...)
 	if span.IsRecording() {
 		span.SetAttributes(systemAttr, semconv.MessagingDestinationName(topic),
@@ -83,6 +111,9 @@ func (t Tracer) Start(ctx context.Context, op Op, topic string, attrs ...attribu
 
 // StartServer starts the span of an HTTP request, named by its method until its route is known.
 func (t Tracer) StartServer(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if t.quiet() {
+		return ctx, noSpan
+	}
 	return t.t.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 }
 

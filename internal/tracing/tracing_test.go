@@ -4,7 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // Without an SDK a delivery's span records nothing, but its context still carries the job's
@@ -39,5 +41,31 @@ func TestStartJobWithoutSDKPassesOnTheJobsTraceOnly(t *testing.T) {
 		if got := trace.SpanContextFromContext(ctx); !got.Equal(c.want) {
 			t.Errorf("%s: the handler's context carries %v, want %v", c.name, got.TraceID(), c.want.TraceID())
 		}
+	}
+}
+
+// Without an SDK, Start makes no span: the caller's context, which carries whatever trace it
+// was in, goes on as it is, and nothing is allocated for tracing.
+func TestStartWithoutSDKMakesNoSpan(t *testing.T) {
+	if !isDefault(otel.GetTracerProvider()) {
+		t.Fatalf("OpenTelemetry's default global provider is %T, which isDefault does not know", otel.GetTracerProvider())
+	}
+	tr := New(nil)
+	in := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled,
+	}))
+	ctx, span := tr.Start(in, Send, "topic")
+	span.End()
+	if ctx != in || span.IsRecording() || !trace.SpanContextFromContext(in).Equal(trace.SpanContextFromContext(ctx)) {
+		t.Errorf("Start without an SDK changed the context or made a span that records")
+	}
+	if n := testing.AllocsPerRun(100, func() { _, s := tr.Start(in, Send, "topic"); s.End() }); n != 0 {
+		t.Errorf("Start without an SDK allocates %v times", n)
+	}
+	// Once a provider is installed, the global one is no longer the one the Tracer was made
+	// with, and its spans come from the provider installed.
+	installed := Tracer{t: tr.t, unset: noop.NewTracerProvider()}
+	if installed.quiet() {
+		t.Errorf("a Tracer whose provider was replaced stays quiet")
 	}
 }
