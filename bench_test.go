@@ -137,25 +137,69 @@ func benchmarkReserveAck(b *testing.B, named bool) {
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
 }
 
-// BenchmarkMemoryPerJob reports the Redis memory one pending job with a 100-byte body costs,
-// as used_memory's growth over 100,000 jobs divided by their number.
+// BenchmarkMemoryPerJob reports the Redis memory one pending job with a 100-byte body and a
+// generated id costs, as used_memory's growth over 100,000 jobs due over the next hours divided
+// by their number: enqueued in batches of 1000, by one producer one job at a time (each call
+// alone), and by 16 producers one job at a time (their calls coalesced).
 func BenchmarkMemoryPerJob(b *testing.B) {
 	const n = 100_000
-	for range b.N {
-		c, rdb := newBenchClient(b)
-		ctx := context.Background()
-		before := usedMemory(b, rdb)
-		specs := make([]Spec, 1000)
-		for i := 0; i < n; i += len(specs) {
-			for k := range specs {
-				specs[k] = Spec{Body: body100, Delay: time.Duration(k+1) * time.Minute}
+	fill := map[string]func(context.Context, *Client) error{
+		"batches": func(ctx context.Context, c *Client) error {
+			specs := make([]Spec, 1000)
+			for i := 0; i < n; i += len(specs) {
+				for k := range specs {
+					specs[k] = Spec{Body: body100, Delay: time.Duration(k+1) * time.Minute}
+				}
+				if _, err := c.EnqueueBatch(ctx, "mem", specs); err != nil {
+					return err
+				}
 			}
-			if _, err := c.EnqueueBatch(ctx, "mem", specs); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(usedMemory(b, rdb)-before)/n, "bytes/job")
+			return nil
+		},
+		"1 producer": func(ctx context.Context, c *Client) error { return produceEach(ctx, c, n, 1) },
+		"16 producers": func(ctx context.Context, c *Client) error {
+			return produceEach(ctx, c, n, 16)
+		},
 	}
+	for _, name := range []string{"batches", "1 producer", "16 producers"} {
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				c, rdb := newBenchClient(b)
+				ctx := context.Background()
+				mustEnqueue(b, c, "mem", Spec{Body: body100, Delay: time.Hour}) // the topic exists
+				before := usedMemory(b, rdb)
+				if err := fill[name](ctx, c); err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(usedMemory(b, rdb)-before)/n, "bytes/job")
+			}
+		})
+	}
+}
+
+// produceEach enqueues n jobs one at a time from the given number of producers, due over the
+// next hours.
+func produceEach(ctx context.Context, c *Client, n, producers int) error {
+	var next atomic.Int64
+	errs := make(chan error, producers)
+	for range producers {
+		go func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				if _, err := c.Enqueue(ctx, "mem", Spec{Body: body100, Delay: time.Duration(i%1000+1) * time.Minute}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	var first error
+	for range producers {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // usedMemory returns the server's used_memory.

@@ -223,10 +223,13 @@ var kickDelayedScript = loadScript("kick_delayed")
 // and returns those it moved.
 func (s *Store) KickDelayed(ctx context.Context, p keys.Partition, ids []string) ([]string, error) {
 	args := make([]any, len(ids))
+	calls := make([]string, len(ids))
 	for i, id := range ids {
-		args[i] = id
+		args[i], calls[i] = id, p.Call(id)
 	}
-	vals, err := s.run(ctx, kickDelayedScript, write(p, NewCallID(), args...)).StringSlice()
+	c := write(p, NewCallID(), args...)
+	c.extra = calls
+	vals, err := s.run(ctx, kickDelayedScript, c).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("delayq: kick: %w", err)
 	}

@@ -226,20 +226,23 @@ func TestReserveAnnouncesTheEarliestLeaseDeadline(t *testing.T) {
 	}
 }
 
-// A call whose only job is a repeat of an earlier enqueue records nothing, so a second run of
-// it (go-redis re-sending it after a lost reply) is evaluated afresh: when the job was acked or
-// cancelled in between, the second run stores it again. The job must not come back.
+// A call whose jobs are repeats of an earlier enqueue, or existed, records nothing but that, so
+// a second run of it (go-redis re-sending it after a lost reply) must not take the records of
+// those jobs for its own: when the job was acked or cancelled in between, the second run must
+// not store it again. (Two jobs a call: a call of one job whose id the enqueuer made is named
+// after it, and a second call of it is the same call, see TestLoneEnqueue….)
 func TestEnqueueReplayOfARepeatDoesNotBringBackACancelledJob(t *testing.T) {
 	s, p := newTestStore(t)
 	ctx := testCtx(t)
 	s.SetReplayWindow(30 * time.Second)
 	job := NewJob{ID: "once", DelayMs: 0, TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
-	first := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}})
+	other := NewJob{ID: "other", DelayMs: 0, TTRMs: 30000, MaxRetries: 3, Body: []byte("y")}
+	first := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job, other}})
 	if first[0].Err != nil || first[0].Jobs[0].Err != nil {
 		t.Fatalf("first enqueue: %+v", first[0])
 	}
-	// The caller lost the answer and sends the job again: a repeat.
-	call := s.enqueueCall(p, []NewJob{job})
+	// The caller lost the answer and sends the jobs again: a repeat.
+	call := s.enqueueCall(p, []NewJob{job, other})
 	rep, err := s.run(ctx, enqueueScript, call).Int64Slice()
 	if err != nil || rep[1] != 2 {
 		t.Fatalf("the repeat: %v, %v; want status 2", rep, err)
@@ -306,5 +309,114 @@ func TestEnqueueReplayOfAConflictAnswersAsTheFirst(t *testing.T) {
 	r, err := s.Get(ctx, p, "replaced")
 	if err != nil || r.Replaces != 1 || string(r.Body) != "r" {
 		t.Fatalf("the replaced job after the replay: %+v, %v; want one replace", r, err)
+	}
+}
+
+// A lone enqueue (one job, whose id the enqueuer made) of a job that cannot be delivered
+// within the replay window keeps no call record: the job's own record answers a second run of
+// the call, with the first run's answer. One due sooner keeps its record.
+func TestLoneEnqueueOfALaterJobKeepsNoCallRecord(t *testing.T) {
+	s, p := newTestStore(t)
+	ctx := testCtx(t)
+	s.SetReplayWindow(30 * time.Second)
+	for _, c := range []struct {
+		delayMs int64
+		record  bool
+	}{{30_000, false}, {3_600_000, false}, {29_999, true}, {0, true}} {
+		job := NewJob{ID: fmt.Sprintf("lone-%d", c.delayMs), DelayMs: c.delayMs, TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
+		call := s.enqueueCall(p, []NewJob{job})
+		records := len(s.rdb.Keys(ctx, p.Call("*")).Val())
+		first, err := s.run(ctx, enqueueScript, call).Int64Slice()
+		if err != nil || first[1] != addedNew {
+			t.Fatalf("delay %d ms: %v, %v", c.delayMs, first, err)
+		}
+		if n := len(s.rdb.Keys(ctx, p.Call("*")).Val()) - records; (n == 1) != c.record {
+			t.Errorf("delay %d ms: %d call records, want a record %v", c.delayMs, n, c.record)
+		}
+		s.SetClockOffset(1000) // the second run comes later
+		again, err := s.run(ctx, enqueueScript, call).Int64Slice()
+		s.SetClockOffset(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(first, again); diff != "" {
+			t.Errorf("delay %d ms: the second run answered differently (-first +second):\n%s", c.delayMs, diff)
+		}
+	}
+	if n := s.rdb.HLen(ctx, p.Jobs()).Val(); n != 4 {
+		t.Fatalf("%d jobs, want 4", n)
+	}
+}
+
+// What moves a job ahead of its due time or ends it within the replay window keeps the record
+// of the lone enqueue that made it and recorded nothing: a second run of that enqueue answers
+// as the first did, and the job is neither added again nor run twice.
+func TestLoneEnqueueReplayAfterTheJobWasMovedOrEnded(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		act  func(*testing.T, *Store, keys.Partition, string)
+	}{
+		{"cancelled", func(t *testing.T, s *Store, p keys.Partition, id string) {
+			if err := s.Cancel(testCtx(t), p, id); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"rescheduled to now and acked", func(t *testing.T, s *Store, p keys.Partition, id string) {
+			if _, err := s.Reschedule(testCtx(t), p, id, true, 0); err != nil {
+				t.Fatal(err)
+			}
+			reserveAndAck(t, s, p)
+		}},
+		{"kicked and acked", func(t *testing.T, s *Store, p keys.Partition, id string) {
+			if moved, err := s.KickDelayed(testCtx(t), p, []string{id}); err != nil || len(moved) != 1 {
+				t.Fatalf("kick: %v, %v", moved, err)
+			}
+			reserveAndAck(t, s, p)
+		}},
+		{"reserved by id and acked", func(t *testing.T, s *Store, p keys.Partition, id string) {
+			r, err := s.ReserveJob(testCtx(t), p, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, errs := s.AckMany(testCtx(t), []keys.Partition{p}, [][]Lease{{{ID: id, Token: r.Lease}}}); errs[0] != nil {
+				t.Fatal(errs[0])
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s, p := newTestStore(t)
+			ctx := testCtx(t)
+			s.SetReplayWindow(30 * time.Second)
+			job := NewJob{ID: "01JD3Q8ZQ4N9X7M2K5T6V8W0YB", DelayMs: 3_600_000, TTRMs: 30000, MaxRetries: 3, Body: []byte("x")}
+			call := s.enqueueCall(p, []NewJob{job})
+			first, err := s.run(ctx, enqueueScript, call).Int64Slice()
+			if err != nil || first[1] != addedNew {
+				t.Fatalf("enqueue: %v, %v", first, err)
+			}
+			c.act(t, s, p, job.ID)
+			again, err := s.run(ctx, enqueueScript, call).Int64Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(first, again); diff != "" {
+				t.Errorf("the second run answered differently (-first +second):\n%s", diff)
+			}
+			if n := s.rdb.HLen(ctx, p.Jobs()).Val(); n != 0 {
+				t.Errorf("the second run of the enqueue added the job again")
+			}
+		})
+	}
+}
+
+// reserveAndAck leases the partition's one due job and acks it.
+func reserveAndAck(t *testing.T, s *Store, p keys.Partition) {
+	t.Helper()
+	ctx := testCtx(t)
+	r, err := s.Reserve(ctx, p, ReserveCall{Call: NewCallID(), Secret: "s", Lane: LanePull, Max: 1, Bulk: 10})
+	if err != nil || len(r.Jobs) != 1 {
+		t.Fatalf("reserve: %v, %v", r.Jobs, err)
+	}
+	if _, errs := s.AckMany(ctx, []keys.Partition{p}, [][]Lease{{{ID: r.Jobs[0].ID, Token: r.Jobs[0].Lease}}}); errs[0] != nil {
+		t.Fatal(errs[0])
 	}
 }

@@ -293,7 +293,9 @@ var reserveJobScript = loadScript("reserve_job")
 // and limits (beanstalkd's reserve-job). A job that does not exist or is reserved is
 // ErrNotFound. Each call makes its own lease secret, so a replay answers the same lease.
 func (s *Store) ReserveJob(ctx context.Context, p keys.Partition, id string) (Record, error) {
-	v, err := s.run(ctx, reserveJobScript, write(p, NewCallID(), id, NewCallID())).Result()
+	c := write(p, NewCallID(), id, NewCallID())
+	c.extra = append(c.extra, p.Call(id))
+	v, err := s.run(ctx, reserveJobScript, c).Result()
 	if errors.Is(err, redis.Nil) {
 		return Record{}, ErrNotFound
 	}

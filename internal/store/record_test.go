@@ -196,26 +196,28 @@ func TestHeadersSurviveRecordRewrites(t *testing.T) {
 	check("dead requeue")
 }
 
-// A repeated enqueue of a job with headers is told by its bytes, so it answers as a repeat.
+// A repeated enqueue of a job with headers is told by its bytes, so it answers as a repeat. (Two
+// jobs a call: a second call of one job whose id the enqueuer made is the same call.)
 func TestEnqueueRepeatWithHeaders(t *testing.T) {
 	s, p := newTestStore(t)
 	ctx := testCtx(t)
 	s.SetReplayWindow(30 * time.Second)
 	job := NewJob{ID: "rep", DelayMs: 60000, TTRMs: 30000, MaxRetries: 3, Body: []byte("x"),
 		Headers: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"}}
-	first := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}})
+	filler := NewJob{ID: "filler", DelayMs: 60000, TTRMs: 30000, MaxRetries: 3, Body: []byte("y")}
+	first := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job, filler}})
 	if first[0].Err != nil || first[0].Jobs[0].Err != nil {
 		t.Fatalf("first enqueue: %+v", first[0])
 	}
 	for range 3 {
-		again := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job}})
+		again := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{job, filler}})
 		if again[0].Err != nil || again[0].Jobs[0].Err != nil || !again[0].Jobs[0].Repeat {
 			t.Fatalf("the same enqueue again: %+v, want a repeat", again[0])
 		}
 	}
 	other := job
 	other.Headers = map[string]string{"a": "1"}
-	if again := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{other}}); again[0].Jobs[0].Err != ErrExists {
+	if again := s.EnqueueMany(ctx, []keys.Partition{p}, [][]NewJob{{other, filler}}); again[0].Jobs[0].Err != ErrExists {
 		t.Fatalf("the same id with other headers: %+v, want ErrExists", again[0])
 	}
 }

@@ -1,5 +1,6 @@
 -- cancel.lua: delete a job in any state; it is never handed out again, and its lease dies with it.
--- KEYS: see lib.lua; KEYS[NKEYS + 1] is the job's ended marker (mark_ended). ARGV[4] id.
+-- KEYS: see lib.lua; KEYS[NKEYS + 1] is the job's ended marker (mark_ended), KEYS[NKEYS + 2]
+-- the record of the call that enqueued it, if that was a lone one (keep_call). ARGV[4] id.
 -- Returns 1 when the job existed, or had been cancelled since (a cancel retried after a lost
 -- answer), 0 when there was none; {outcome, at} when it ended otherwise: END_ACKED or END_DEAD
 -- (dead, then deleted), and when. "Since" is within the replay window of its creation, or
@@ -10,7 +11,7 @@ local id = ARGV[4]
 local r = recorded()
 if r and r ~= '' then return cmsgpack.unpack(r) end
 local ENDED = KEYS[NKEYS + 1]
-local rec = (ARCHIVE ~= 0 or ENDED) and redis.call('HGET', JOBS, id)
+local rec = redis.call('HGET', JOBS, id)
 if redis.call('HDEL', JOBS, id) == 0 then
   local outcome, at, created, _, taken = ended_by(ENDED)
   -- The marker expires by Redis's own clock; a clock offset (tests) moves NOW.
@@ -26,6 +27,7 @@ local leased = redis.call('HDEL', LEASES, id)
 if rec and ARCHIVE ~= 0 then archive('cancelled', id, rec, attempts_of(rec) + leased) end
 redis.call('ZREM', DEAD, id)
 mark_ended(ENDED, END_CANCELLED, rec, true)
+keep_call(KEYS[NKEYS + 2], rec)
 announce_free(leased)
 record(1)
 return 1

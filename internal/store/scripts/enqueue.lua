@@ -6,7 +6,9 @@
 -- none for an id the caller did not choose), which is then the record's last field: the last
 -- PRINT_LEN bytes of the tail; 4 when the job names no unique_for, and takes its topic's or the
 -- caller's (a fingerprinted job only); 8 times what to do when the id exists: 0 reject, 1
--- keep, 2 replace. Then n groups of 5 values:
+-- keep, 2 replace; 32 for the job of a lone call, due after a delay no shorter than the replay
+-- window, whose call id is the job's id, which the enqueuer made (see below). Then n groups of
+-- 5 values:
 --   id, delay_ms ('' when run_at is given), run_at_ms ('' when delay is given),
 --   the record's fields before created at, and those after the delay (both encoded by the caller)
 -- and, when a job takes a default unique_for, the caller's (ms) may follow.
@@ -39,8 +41,17 @@
 -- A replace is never a repeat while the job exists: each one moves the job (debounce).
 -- The marker is read before the record is added (one GET per job with a fingerprint): another
 -- job may have taken the id since, and the retry still answers its own first call.
+-- A lone call (kind 32: one job, whose id the enqueuer made and named the call after) records
+-- nothing when the job it adds cannot be delivered within the replay window (due that long
+-- after now or later): while the job exists, its own record answers a second run of the call
+-- (the job exists: this call made it, as nobody else had its id), and what moves it earlier or
+-- ends it within the window (cancel, reschedule, reserve-job, kick) keeps the call's record
+-- then (keep_call). So a job enqueued one call at a time costs no key but its own.
 local n = tonumber(ARGV[4])
 local LANES = ARGV[5]
+-- LONE: this is a lone call (kind 32, one job only). Told once, so that a call of many jobs
+-- pays nothing for it.
+local LONE = n == 1 and string.byte(LANES) >= 80
 
 -- add appends values to list t.
 local function add(t, ...)
@@ -149,6 +160,7 @@ local repeats = {}
 local traces -- made only when a repeat needs it
 local jobs -- made only when a job is kept or replaced: {i, job as reply() makes it, ...}
 local whole = false -- whether the call's record must be its whole answer (see replay)
+local unrecorded = false -- whether a lone call records nothing (see above)
 local marker = NKEYS -- the last ended marker's position in KEYS
 -- The unique_for of a job that names none: the topic's (its settings' unique_for_ms), else the
 -- caller's default (the argument after the jobs, when given), else 0; read once per call.
@@ -159,6 +171,7 @@ for i = 0, n - 1 do
   -- kind's bits: 1 push, 2 a fingerprint, 4 the topic's or caller's unique_for applies; then
   -- kind / 8 is what to do when the id exists: 0 reject, 1 keep, 2 replace.
   local kind = string.byte(LANES, i + 1) - 48
+  if LONE then kind = kind - 32 end
   local printed = kind % 4 >= 2
   local lane = 'pull'
   if kind % 2 == 1 then lane = 'push' end
@@ -208,6 +221,7 @@ for i = 0, n - 1 do
     out[#out + 1] = 1
     out[#out + 1] = t
     out[#out + 1] = applied
+    if LONE then unrecorded = WINDOW > 0 and t - NOW >= WINDOW end
   else
     local headers, died, job, state
     local conflict = (kind - kind % 8) / 8
@@ -219,7 +233,12 @@ for i = 0, n - 1 do
       local j = pack_values(cmsgpack.unpack(redis.call('HGET', JOBS, id)))
       if j.n == F_PRINT and NOW - (j[F_DIED_AT] or 0) < (j[F_UNIQUE_FOR] or 0) then died = j[F_DIED_AT] end
     end
-    if run_at then
+    if run_at and LONE then
+      -- This call's first run added the job and recorded nothing: answer as it did.
+      out[1] = created
+      add(out, 1, run_at, 0)
+      unrecorded = true
+    elseif run_at then
       add(repeats, i, run_at, created)
       add(out, 2, run_at, created)
       if headers then
@@ -265,7 +284,9 @@ end
 -- Recorded even when nothing was stored: a second run of a call that met existing jobs or
 -- repeats must answer as this one did, whatever happened to those jobs since. A call that met
 -- ended ids, or kept or replaced jobs, records its whole answer.
-if whole then
+if unrecorded then
+  return out
+elseif whole then
   record('whole', out)
 elseif traces then
   record(NOW, existed, repeats, traces, default_unique)

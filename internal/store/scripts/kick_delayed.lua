@@ -1,6 +1,7 @@
 -- kick_delayed.lua: make the given jobs that are still delayed ready at once (beanstalkd's
 -- kick): each leaves the delayed set for its ready set, due now, and waiting consumers are told.
--- KEYS: see lib.lua. ARGV[4..] job ids.
+-- KEYS: see lib.lua; KEYS[NKEYS + k] is the record of the call that enqueued the k-th job, if
+-- that was a lone one (keep_call). ARGV[4..] job ids.
 -- Returns the ids moved; a replay answers the same.
 local r = recorded()
 if r == '' then return redis.error_reply(ABANDONED) end
@@ -13,7 +14,7 @@ for i = 4, #ARGV do
   if j then
     redis.call('ZREM', DELAYED, id)
     j[F_DELAY] = NOW - j[F_CREATED]
-    save(id, j)
+    keep_call(KEYS[NKEYS + i - 3], save(id, j))
     local lane = lane_of(j)
     local set = READY
     if lane == 'push' then set = READY_PUSH end

@@ -237,6 +237,27 @@ local function mark_ended(key, outcome, rec, bare)
   redis.call('SET', key, cmsgpack.pack(outcome, NOW, created, print, unique), 'PX', string.format('%d', left))
 end
 
+-- keep_call keeps under key (the Partition.Call of the job's id) the record of the call that
+-- made job id, when that was a lone enqueue of a job whose id it made (its call id is the
+-- job's: enqueue.lua), which records nothing when the job cannot be delivered within the
+-- replay window: now that the job is moved or ends before that, a retry of that enqueue
+-- answers as its first run did instead of adding the job again. The record is what the
+-- enqueue would have kept. Only for a job without a fingerprint (one with a fingerprint is told
+-- by its ended marker), until the window of its creation closes, and never over a record the
+-- enqueue kept itself; a job made otherwise gets a record nobody reads, gone with the window.
+-- rec is the job's record. It writes: a script calls it after its first write (see record).
+local function keep_call(key, rec)
+  if not key or not rec or WINDOW == 0 then return end
+  local _, _, _, _, _, created = cmsgpack.unpack_limit(rec, F_CREATED)
+  local left = created + WINDOW - NOW
+  if left <= 0 then return end
+  -- A record whose end looks like a fingerprint's may end in a body of that length.
+  if string.byte(rec, -PRINT_LEN - 1) == PRINT_TAG and select('#', cmsgpack.unpack(rec)) > F_MAX_SNOOZES then
+    return
+  end
+  redis.call('SET', key, cmsgpack.pack(created, {}, {}), 'PX', string.format('%d', left), 'NX')
+end
+
 -- ended_by reads the ended marker under key: its outcome, end time, the job's creation time,
 -- fingerprint, and whether it keeps the id taken still (its unique_for has not passed since
 -- the end; see mark_ended), or nil when there is none.

@@ -1,7 +1,8 @@
 -- reserve_job.lua: lease one job by id, in any state but reserved (beanstalkd's reserve-job):
 -- a delayed, ready or dead job leaves its set and is leased for its TTR, whatever the topic's
 -- pause and limits. A dead job is dead no more.
--- KEYS: see lib.lua. ARGV[4] id; ARGV[5] lease secret (the token is lease_token(secret, id),
+-- KEYS: see lib.lua; KEYS[NKEYS + 1] is the record of the call that enqueued the job, if that
+-- was a lone one (keep_call). ARGV[4] id; ARGV[5] lease secret (the token is lease_token(secret, id),
 -- held).
 -- Returns the job as reply(), or false when it does not exist or is reserved. A replay answers
 -- the job while its lease is still the one this call gave it.
@@ -33,5 +34,6 @@ redis.call('HSET', LEASES, id, token)
 redis.call('ZADD', RESERVED, deadline, id)
 -- A lease that ends before any other is announced (see reserve.lua).
 announce_lease(rhead, deadline)
+keep_call(KEYS[NKEYS + 1], rec)
 record(1)
 return {id, rec, S_RESERVED, token, deadline}
