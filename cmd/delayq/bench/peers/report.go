@@ -119,8 +119,9 @@ func (s summary) String() string {
 // target is a goal delayq must reach on one metric.
 type target struct {
 	text string
-	// met reports whether delayq's median d reaches the goal, given the peers' medians.
-	met func(d float64, peers map[string]float64) bool
+	// met reports whether delayq's median d reaches the goal, given the peers' medians and the
+	// floors'.
+	met func(d float64, peers, floors map[string]float64) bool
 }
 
 func bestPeer(peers map[string]float64, better bench.Better) (float64, bool) {
@@ -133,35 +134,46 @@ func bestPeer(peers map[string]float64, better bench.Better) (float64, bool) {
 	return best, ok
 }
 
-func atLeast(x float64) func(float64, map[string]float64) bool {
-	return func(d float64, _ map[string]float64) bool { return d >= x }
+func atLeast(x float64) func(float64, map[string]float64, map[string]float64) bool {
+	return func(d float64, _, _ map[string]float64) bool { return d >= x }
 }
 
-func atMost(x float64) func(float64, map[string]float64) bool {
-	return func(d float64, _ map[string]float64) bool { return d <= x }
+func atMost(x float64) func(float64, map[string]float64, map[string]float64) bool {
+	return func(d float64, _, _ map[string]float64) bool { return d <= x }
 }
 
-func timesBestPeer(k float64) func(float64, map[string]float64) bool {
-	return func(d float64, peers map[string]float64) bool {
+func timesBestPeer(k float64) func(float64, map[string]float64, map[string]float64) bool {
+	return func(d float64, peers, _ map[string]float64) bool {
 		b, ok := bestPeer(peers, bench.Higher)
 		return ok && d >= k*b
+	}
+}
+
+// timesAsynq is met by a rate at least k times asynq's.
+func timesAsynq(k float64) func(float64, map[string]float64, map[string]float64) bool {
+	return func(d float64, peers, _ map[string]float64) bool {
+		a, ok := peers["asynq"]
+		return ok && d >= k*a
 	}
 }
 
 // targets are the goals of the performance work, by scenario and metric.
 var targets = map[string]map[string]target{
 	"enqueue": {
-		"1 producer":   {"> asynq", func(d float64, p map[string]float64) bool { a, ok := p["asynq"]; return ok && d > a }},
-		"16 producers": {"≥ 2× asynq", func(d float64, p map[string]float64) bool { a, ok := p["asynq"]; return ok && d >= 2*a }},
+		"1 producer": {"≥ asynq and ≥ 0.9× the one-EVALSHA floor", func(d float64, p, f map[string]float64) bool {
+			floor, ok := f["floor"]
+			return timesAsynq(1)(d, p, f) && ok && d >= 0.9*floor
+		}},
+		"16 producers": {"≥ 1.5× asynq", timesAsynq(1.5)},
 		"batch 100":    {"≥ 150,000", atLeast(150_000)},
 		"batch 1000":   {"≥ 150,000", atLeast(150_000)},
 	},
 	"memory": {"at 100k jobs": {"≤ 300", atMost(300)}},
 	"precision": {
-		"p99 (Redis clock)":   {"≤ 5", atMost(5)},
+		"p99 (Redis clock)":   {"≤ 2", atMost(2)},
 		"max (Redis clock)":   {"≤ 20", atMost(20)},
 		"early (Redis clock)": {"0", atMost(0)},
-		"p99 (receipt)":       {"≤ 5", atMost(5)},
+		"p99 (receipt)":       {"≤ 2", atMost(2)},
 		"max (receipt)":       {"≤ 20", atMost(20)},
 		"early (receipt)":     {"0", atMost(0)},
 	},
@@ -170,7 +182,7 @@ var targets = map[string]map[string]target{
 		"early": {"0", atMost(0)},
 	},
 	"precision-load": {
-		"p99 (Redis clock)":   {"≤ 5", atMost(5)},
+		"p99 (Redis clock)":   {"≤ 2", atMost(2)},
 		"max (Redis clock)":   {"≤ 20", atMost(20)},
 		"early (Redis clock)": {"0", atMost(0)},
 	},
@@ -317,7 +329,7 @@ func (r *report) scenarioTable(b *strings.Builder, scenario string) []missed {
 			b.WriteString(" | |\n")
 		case d.na || d.n == 0:
 			fmt.Fprintf(b, " %s | not measured |\n", t.text)
-		case t.met(d.med, peers):
+		case t.met(d.med, peers, floorRates):
 			fmt.Fprintf(b, " %s | yes |\n", t.text)
 		default:
 			fmt.Fprintf(b, " %s | **no** |\n", t.text)
