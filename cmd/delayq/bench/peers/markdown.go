@@ -67,6 +67,9 @@ func renderMarkdown(r *report, chartDir, analysis string) string {
 	if r.Quick {
 		b.WriteString("> **These are quick smoke-run counts, not the real benchmark.**\n\n")
 	}
+	b.WriteString("## Summary\n\n")
+	b.WriteString("The figures a user compares queues by, from the tables below (asynq: the better of its default and tuned set-ups). Rates in jobs/s, higher is better; times and sizes, lower is better.\n\n")
+	r.summaryTable(&b)
 	b.WriteString("## How these numbers were made\n\n")
 	fmt.Fprintf(&b, "```sh\n%s\n```\n\n", r.Command)
 	b.WriteString("`make bench-peers` runs `go run .` in `cmd/delayq/bench/peers`, a Go module of its own (so the peers never become dependencies of delayq), which starts its own `redis-server` on a loopback port with default settings and no persistence, runs `npm install` in `cmd/delayq/bench/peers/bullmq` if needed (its package-lock.json pins every version), and rewrites this file, `cmd/delayq/bench/peers/results.json` (every run's raw figures) and the charts. `go run . -from results.json` rewrites the report from saved figures. delayq alone, on any Redis: `delayq bench`, in a binary built with `-tags bench` (`go run -tags bench ./cmd/delayq bench`; `--quick`, `--json`, `--scenarios`, `--cpuprofile`).\n\n")

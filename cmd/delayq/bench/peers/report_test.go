@@ -98,3 +98,26 @@ func TestFloorsAreShownNotCounted(t *testing.T) {
 		}
 	}
 }
+
+// The summary leads the report with the figures users compare, delayq beside asynq (the better
+// of its set-ups), BullMQ and the one-EVALSHA floor, and judges them by the scenario's targets.
+func TestSummaryLeadsWithTheHeadlineFigures(t *testing.T) {
+	r := &report{Runs: 1, Contestants: []string{"delayq", "asynq", "asynq-tuned", "bullmq", "floor"}}
+	add := func(scenario, queue, metric string, v float64, better bench.Better) {
+		r.Results = append(r.Results, runResult{Run: 1, Result: bench.Result{Scenario: scenario, Contestant: queue,
+			Metrics: []bench.Metric{{Name: metric, Unit: "jobs/s", Value: v, Better: better}}}})
+	}
+	add("e2e", "delayq", "drain", 300, bench.Higher)
+	add("e2e", "asynq", "drain", 100, bench.Higher)
+	add("e2e", "asynq-tuned", "drain", 120, bench.Higher)
+	add("e2e", "bullmq", "drain", 200, bench.Higher)
+	var b strings.Builder
+	r.summaryTable(&b)
+	want := "| drain a backlog | jobs/s | 300 | 120 | 200 | n/a | 1.50× | ≥ 2× best peer | **no** |"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("the summary lacks %q:\n%s", want, b.String())
+	}
+	if strings.Contains(b.String(), "enqueue, 1 producer") {
+		t.Errorf("the summary shows a row delayq has no figure for:\n%s", b.String())
+	}
+}
