@@ -27,13 +27,39 @@ func colorOf(q string) string {
 	return "#6b7280"
 }
 
-// writeCharts writes lateness.svg and throughput.svg into dir.
+// axisCharts are the charts of one axis each, by the scenario whose section shows them: file
+// name, title and the bars (scenario and metric name prefix).
+var axisCharts = map[string]struct {
+	file, title string
+	bars        [][2]string
+}{
+	"enqueue": {"enqueue.svg", "Enqueue, jobs/s (median of runs; whiskers: min–max)", [][2]string{
+		{"enqueue", "1 producer"}, {"enqueue", "16 producers"}, {"enqueue", "batch 100"}, {"enqueue", "batch 1000"}}},
+	"memory": {"memory.svg", "Redis memory per pending job, bytes (lower is better)", [][2]string{
+		{"memory", "at 100k"}, {"memory", "at 1M"}}},
+	"e2e": {"consume.svg", "End-to-end and drain, jobs/s (median of runs; whiskers: min–max)", [][2]string{
+		{"e2e", "end-to-end"}, {"e2e", "drain"}}},
+	"burst": {"burst.svg", "A burst of jobs due at once, ms after the due time (lower is better)", [][2]string{
+		{"burst", "all delivered"}, {"burst", "all acked"}}},
+	"precision-load": {"lateness-load.svg", "Lateness under load, ms (lower is better)", [][2]string{
+		{"precision-load", "p50 (receipt)"}, {"precision-load", "p99 (receipt)"}, {"precision-load", "max (receipt)"}}},
+	"http": {"http.svg", "delayq server: enqueue, jobs/s (median of runs; whiskers: min–max)", [][2]string{
+		{"http", "enqueue 1 job/request, 1 conn"}, {"http", "enqueue 1 job/request, 64 conns"},
+		{"http", "enqueue 100 jobs/request, 1 conn"}, {"http", "enqueue 100 jobs/request, 64 conns"}}},
+}
+
+// writeCharts writes lateness.svg, throughput.svg and the charts of axisCharts into dir.
 func writeCharts(r *report, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "lateness.svg"), []byte(latenessChart(r)), 0o644); err != nil {
 		return err
+	}
+	for _, c := range axisCharts {
+		if err := os.WriteFile(filepath.Join(dir, c.file), []byte(barChart(r, c.title, c.bars)), 0o644); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(dir, "throughput.svg"), []byte(throughputChart(r)), 0o644)
 }
@@ -146,6 +172,12 @@ var throughputBars = [][2]string{
 // throughputChart draws the median rates as grouped horizontal bars, one bar for each queue or
 // floor that ran the scenario.
 func throughputChart(r *report) string {
+	return barChart(r, "Throughput, jobs/s (median of runs; whiskers: min–max)", throughputBars)
+}
+
+// barChart draws the medians of bars (scenario and metric name prefix) as grouped horizontal
+// bars, one bar for each queue or floor that ran the scenario.
+func barChart(r *report, title string, bars0 [][2]string) string {
 	type bar struct {
 		label  string
 		queues []string
@@ -153,7 +185,7 @@ func throughputChart(r *report) string {
 	}
 	var bars []bar
 	maxV := 1.0
-	for _, tb := range throughputBars {
+	for _, tb := range bars0 {
 		name := ""
 		for _, m := range r.metricNames(tb[0]) {
 			if strings.HasPrefix(m, tb[1]) {
@@ -182,7 +214,7 @@ func throughputChart(r *report) string {
 		h += barH*len(b.queues) + gap
 	}
 	s := newSVG(w, h)
-	s.text(w/2, 22, "middle", "#111", "Throughput, jobs/s (median of runs; whiskers: min–max)")
+	s.text(w/2, 22, "middle", "#111", "%s", title)
 	x := 20.0
 	for _, q := range r.Contestants {
 		fmt.Fprintf(s, `<rect x="%.1f" y="30" width="12" height="10" fill="%s"/>`+"\n", x, colorOf(q))
@@ -200,9 +232,10 @@ func throughputChart(r *report) string {
 				s.text(left+4, y+barH-3, "start", "#6b7280", "%s: n/a", label(q))
 				continue
 			}
-			fmt.Fprintf(s, `<rect x="%d" y="%.1f" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y+1, scale(v.med), barH-2, colorOf(q))
-			s.line(left+scale(v.lo), y+barH/2, left+scale(v.hi), y+barH/2, "#111", 1)
-			s.text(left+scale(v.hi)+4, y+barH-3, "start", "#111", "%s", bench.FormatValue(bench.Metric{Value: v.med}))
+			// A negative figure (a job early) draws no bar, only its value.
+			fmt.Fprintf(s, `<rect x="%d" y="%.1f" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y+1, math.Max(0, scale(v.med)), barH-2, colorOf(q))
+			s.line(left+math.Max(0, scale(v.lo)), y+barH/2, left+math.Max(0, scale(v.hi)), y+barH/2, "#111", 1)
+			s.text(left+math.Max(0, scale(v.hi))+4, y+barH-3, "start", "#111", "%s", bench.FormatValue(bench.Metric{Value: v.med}))
 		}
 		y0 += float64(barH*len(b.queues) + gap)
 	}

@@ -112,6 +112,9 @@ func renderMarkdown(r *report, chartDir, analysis string) string {
 		if sc == "precision" {
 			fmt.Fprintf(&sections, "![lateness distribution](%s/lateness.svg)\n\n", chartDir)
 		}
+		if c, ok := axisCharts[sc]; ok {
+			fmt.Fprintf(&sections, "![%s](%s/%s)\n\n", sc, chartDir, c.file)
+		}
 	}
 	b.WriteString("## Targets missed\n\n")
 	if len(miss) == 0 {

@@ -134,7 +134,7 @@ func variants() []variant {
 		{"the empty script given a lone enqueue's 6 keys and 10 arguments", "", 1, false, emptyScript(true)},
 		{"floor: one EVALSHA (TIME, HSET, ZADD)", "", 1, false, runFloor},
 		{"delayq Enqueue, replay window 0 (no call record)", "", 1, false, enqueueWith(-1, 1)},
-		{"delayq Enqueue (default: call record kept 30 s)", "enqueue", 1, false, enqueueWith(0, 1)},
+		{"delayq Enqueue (default config: no call record for a job due this late)", "enqueue", 1, false, enqueueWith(0, 1)},
 		{"delayq, 16 jobs a call, replay window 0", "", 16, false, enqueueWith(-1, 16)},
 		{"delayq, 16 jobs a call (as 16 producers coalesce)", "enqueue-16", 16, false, enqueueWith(0, 16)},
 		{"delayq Reserve of 16 due jobs (acked before the next, uncounted)", "reserve-16", 16, true, reserve16},
