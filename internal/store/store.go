@@ -437,8 +437,10 @@ func callError(cmd *redis.Cmd) error {
 func (s *Store) enqueueCall(p keys.Partition, jobs []NewJob) script {
 	window := s.replayWindow.Milliseconds()
 	lone := len(jobs) == 1 && jobs[0].Print == nil && jobs[0].RunAtMs == 0 && window > 0 && jobs[0].DelayMs >= window
-	call := jobs[0].ID
-	if !lone {
+	var call string
+	if lone {
+		call = jobs[0].ID
+	} else {
 		call = NewCallID()
 	}
 	c := write(p, call, s.enqueueArgs(jobs, lone)...)

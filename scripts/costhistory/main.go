@@ -44,20 +44,27 @@ func body(i int) []byte {
 	return b
 }
 
-func newClient(ctx context.Context, rdb *redis.Client) (*delayq.Client, error) {
-	return delayq.New(ctx, rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+// open returns a delayq Client on rdb with its default Config and a topic that exists, as it
+// does for a running producer.
+func open(ctx context.Context, rdb *redis.Client) (*delayq.Client, error) {
+	c, err := delayq.New(ctx, rdb, delayq.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: body(0), Delay: time.Hour}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 func enqueue(perCall int) func(context.Context, *redis.Client, int) error {
 	return func(ctx context.Context, rdb *redis.Client, calls int) error {
-		c, err := newClient(ctx, rdb)
+		c, err := open(ctx, rdb)
 		if err != nil {
 			return err
 		}
 		defer c.Close()
-		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: body(0), Delay: time.Hour}); err != nil {
-			return err
-		}
 		specs := make([]delayq.Spec, perCall)
 		for i := range calls {
 			for k := range specs {
@@ -77,14 +84,11 @@ func enqueue(perCall int) func(context.Context, *redis.Client, int) error {
 }
 
 func lifecycle(ctx context.Context, rdb *redis.Client, calls int) error {
-	c, err := newClient(ctx, rdb)
+	c, err := open(ctx, rdb)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: body(0), Delay: time.Hour}); err != nil {
-		return err
-	}
 	for i := range calls {
 		if _, err := c.Enqueue(ctx, "cost", delayq.Spec{Body: body(i)}); err != nil {
 			return err
